@@ -1,0 +1,1 @@
+"""NumPy reference models, bit-exact with the RTL."""

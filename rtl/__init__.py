@@ -1,0 +1,1 @@
+"""Amaranth HDL codec blocks."""

@@ -1,0 +1,1 @@
+"""cocotb testbenches, drivers, monitors and the Verilator runner."""
