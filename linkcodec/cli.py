@@ -1,0 +1,154 @@
+"""The ``linkcodec`` command line.
+
+``linkcodec sim BLOCK [--lanes N] [--layout base|optimal] [--json] FILE...`` runs a block
+under Verilator; ``linkcodec demo`` is the tour on the bundled real tensors;
+``linkcodec capture`` regenerates that sample (needs the ``capture`` extra).
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["main", "DATA_DIR", "bundled_files"]
+
+#: The bundled real tensor sample (see docs/data.md).
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+def bundled_files(kind=None, layers=None):
+    """Bundled ``.npy`` files, optionally of one kind (``ffn2_act`` ...) and some layers."""
+    files = sorted(DATA_DIR.glob("minilm_l*_*.npy"))
+    if kind is not None:
+        files = [path for path in files if path.stem.split("_", 2)[2] == kind]
+    if layers is not None:
+        files = [path for path in files if int(path.stem.split("_")[1][1:]) in layers]
+    return files
+
+
+def tensor_kind(path):
+    """``ffn2_act`` for ``minilm_l3_ffn2_act.npy``; the file's stem for other files."""
+    parts = Path(path).stem.split("_", 2)
+    return parts[2] if len(parts) == 3 and parts[1].startswith("l") else Path(path).stem
+
+
+def _load_symbols(files):
+    from .golden.formats import load_e4m3_symbols
+
+    return [load_e4m3_symbols(path) for path in files]
+
+
+def _qlc_code(symbol_arrays, layout_name):
+    from .golden.qlc import QlcCode, QlcLayout
+
+    counts = np.zeros(256, dtype=np.int64)
+    for symbols in symbol_arrays:
+        counts += np.bincount(symbols, minlength=256)
+    layout = QlcLayout.base() if layout_name == "base" else None
+    return QlcCode.from_pmf(counts, layout=layout)
+
+
+def cmd_sim(args):
+    from .sim.harness import run_qlc
+
+    files = [Path(name) for name in args.files]
+    for path in files:
+        if not path.exists():
+            raise SystemExit(f"linkcodec sim: {path}: no such file")
+    arrays = _load_symbols(files)
+    code = _qlc_code(arrays, args.layout)
+    result = run_qlc(args.block, arrays, lanes=args.lanes, code=code,
+                     word_width=args.word_width, idle=args.idle, stall=args.stall,
+                     seed=args.seed)
+    report = {
+        "block": result["block"],
+        "lanes": result["lanes"],
+        "symbols": result["symbols"],
+        "cycles": result["cycles"],
+        "symbols_per_cycle": round(result["symbols_per_cycle"], 4),
+        "bit_exact": result["bit_exact"],
+        "word_width": result["word_width"],
+        "layout": args.layout,
+        "seed": result["seed"],
+        "files": [
+            dict(frame, file=str(path))
+            for frame, path in zip(result["frames"], files)
+        ],
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{report['block']}  lanes {report['lanes']}  word {report['word_width']} bits  "
+              f"layout {args.layout}  seed {report['seed']}")
+        for frame in report["files"]:
+            print(f"  {frame['file']}: {frame['symbols']} symbols in {frame['cycles']} cycles"
+                  f" = {frame['symbols_per_cycle']:.3f} symbols/cycle")
+        print(f"  total: {report['symbols']} symbols in {report['cycles']} cycles = "
+              f"{report['symbols_per_cycle']:.3f} symbols/cycle, "
+              f"bit-exact: {'yes' if report['bit_exact'] else 'NO'}")
+    return 0 if report["bit_exact"] else 1
+
+
+def cmd_demo(args):
+    from .demo import run_demo
+
+    return run_demo(lanes=args.lanes)
+
+
+def cmd_capture(args):
+    from . import capture
+
+    return capture.run(args)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="linkcodec", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    sim = commands.add_parser(
+        "sim", help="run a block under Verilator and count cycles per symbol",
+        description="Run a codec block under Verilator on the symbols of each FILE (one "
+                    "frame per file) and check it bit-exact against the golden model. A "
+                    "FILE is a .npy: uint8 means e4m3 bit patterns; a float array is cast "
+                    "to e4m3 with per-tensor amax scaling. The code's ranks come from the "
+                    "PMF of all the FILEs together and are loaded through the config port.")
+    sim.add_argument("block", choices=["qlc-encoder", "qlc-decoder"])
+    sim.add_argument("files", nargs="+", metavar="FILE")
+    sim.add_argument("--lanes", type=int, default=1, choices=[1, 2, 4, 8, 16])
+    sim.add_argument("--layout", choices=["base", "optimal"], default="optimal")
+    sim.add_argument("--word-width", type=int, default=None,
+                     help="bits per coded word (default: 8 x lanes, at least 16)")
+    sim.add_argument("--idle", type=float, default=0.0,
+                     help="chance of an idle input cycle (default 0: measure throughput)")
+    sim.add_argument("--stall", type=float, default=0.0,
+                     help="chance of output backpressure in a cycle (default 0)")
+    sim.add_argument("--seed", type=int, default=None, help="seed for idle/stall patterns")
+    sim.add_argument("--json", action="store_true", help="print JSON")
+    sim.set_defaults(func=cmd_sim)
+
+    demo = commands.add_parser("demo", help="compress the bundled real tensors and simulate")
+    demo.add_argument("--lanes", type=int, default=4, choices=[1, 2, 4, 8])
+    demo.set_defaults(func=cmd_demo)
+
+    capture = commands.add_parser(
+        "capture", help="regenerate the bundled tensor sample (needs linkcodec[capture])")
+    from . import capture as capture_module
+    capture_module.add_arguments(capture)
+    capture.set_defaults(func=cmd_capture)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except (ValueError, RuntimeError) as error:
+        print(f"linkcodec {args.command}: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

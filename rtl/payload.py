@@ -1,0 +1,77 @@
+"""Stream payload layouts shared by ``rtl/``, ``sim/`` and ``golden/``.
+
+Every codec block moves two kinds of beats:
+
+* **symbol beats**: ``lanes`` 8-bit symbols per beat, a ``count`` of how many lanes hold a
+  symbol (lanes ``0 .. count-1``, in stream order), and ``last`` on the beat that ends a
+  frame; a decoder's output beats also carry ``error``;
+* **word beats**: ``width`` bits of a coded frame (first bit in the MSB), a ``bits`` count of
+  how many of them belong to the frame, and ``last`` on the word that ends the frame. See
+  ``docs/bitstream.md``.
+
+The same layout objects pack and unpack beats in the testbenches (:func:`pack`,
+:func:`unpack`), so the bit positions are written down exactly once.
+"""
+
+from amaranth.hdl import unsigned
+from amaranth.lib import data
+
+__all__ = ["symbol_layout", "word_layout", "pack", "unpack", "check_lanes", "check_word_width"]
+
+
+def check_lanes(lanes):
+    if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes not in (1, 2, 4, 8, 16):
+        raise ValueError(f"lanes must be 1, 2, 4, 8 or 16, not {lanes!r}")
+    return lanes
+
+
+def check_word_width(word_width):
+    if (not isinstance(word_width, int) or isinstance(word_width, bool)
+            or word_width < 8 or word_width % 8):
+        raise ValueError(f"word_width must be a positive multiple of 8, not {word_width!r}")
+    return word_width
+
+
+def symbol_layout(lanes, *, error=False):
+    """Layout of a beat of ``lanes`` 8-bit symbols (``error`` adds the decoder's error flag)."""
+    check_lanes(lanes)
+    fields = {
+        "symbols": data.ArrayLayout(8, lanes),
+        "count": unsigned((lanes + 1).bit_length() if lanes > 1 else 1),
+        "last": 1,
+    }
+    if error:
+        fields["error"] = 1
+    return data.StructLayout(fields)
+
+
+def word_layout(width):
+    """Layout of a ``width``-bit word of a coded frame."""
+    check_word_width(width)
+    return data.StructLayout({
+        "data": width,
+        "bits": unsigned(width.bit_length()),
+        "last": 1,
+    })
+
+
+def pack(layout, value):
+    """Pack a ``dict`` (nested ``dict``/``list`` for nested layouts) into an ``int``."""
+    return layout.const(value).as_bits()
+
+
+def unpack(layout, bits):
+    """Unpack an ``int`` into a ``dict`` of plain Python values (lists for arrays)."""
+    return _plain(layout, layout.from_bits(bits))
+
+
+def _plain(layout, const):
+    if isinstance(layout, data.ArrayLayout):
+        return [_field(layout.elem_shape, const[index]) for index in range(layout.length)]
+    return {name: _field(field.shape, getattr(const, name)) for name, field in layout}
+
+
+def _field(shape, value):
+    if isinstance(shape, data.Layout):
+        return _plain(shape, value)
+    return value

