@@ -132,6 +132,11 @@ def build_parser():
     demo.add_argument("--lanes", type=int, default=4, choices=[1, 2, 4, 8])
     demo.set_defaults(func=cmd_demo)
 
+    bench = commands.add_parser("bench", help="measure the figures quoted in the docs")
+    from . import bench as bench_module
+    bench_module.add_arguments(bench)
+    bench.set_defaults(func=bench_module.run)
+
     capture = commands.add_parser(
         "capture", help="regenerate the bundled tensor sample (needs linkcodec[capture])")
     from . import capture as capture_module

@@ -89,11 +89,13 @@ def _code_digest(code):
 
 
 def run_case(block, *, lanes, word_width=None, reset_code=None, config=(), inputs,
-             expected, idle=0.0, stall=0.0, seed=None, build_root=None):
+             expected, idle=0.0, stall=0.0, seed=None, build_root=None, settle=8):
     """Build ``block`` and run it on ``inputs`` (dicts), scoring against ``expected``.
 
     Returns a dict with the output beats (dicts), ``bit_exact``, ``cycles`` (first input
-    transfer to last output transfer, inclusive) and ``seed``.
+    transfer to last output transfer, inclusive) and ``seed``. After the input is sent
+    and the expected beats are in, the testbench watches ``settle`` more cycles for
+    anything extra.
     """
     cls = BLOCKS[block]
     word_width = default_word_width(lanes) if word_width is None else word_width
@@ -113,6 +115,7 @@ def run_case(block, *, lanes, word_width=None, reset_code=None, config=(), input
         "seed": seed,
         "idle": idle,
         "stall": stall,
+        "settle": settle,
         "config": [pack(config_layout, write) for write in config],
         "input": [pack(in_layout, beat) for beat in inputs],
         "expected": [pack(out_layout, beat) for beat in expected],

@@ -73,7 +73,7 @@ async def run_case(dut):
         if len(tb.sink.beats) >= len(expected) and tb.source.done:
             break
     # A few more cycles catch anything the block emits beyond the expectation.
-    await ClockCycles(dut.clk, 8)
+    await ClockCycles(dut.clk, case["settle"])
     await ReadOnly()
     tb.source.stop()
     tb.sink.stop()

@@ -1,0 +1,58 @@
+"""Figures on the bundled tensors, shared by ``linkcodec demo`` and ``linkcodec bench``."""
+
+import numpy as np
+
+from .cli import bundled_files, tensor_kind
+
+__all__ = ["entropy_bits", "class_table", "format_table"]
+
+KINDS = ["ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"]
+
+
+def entropy_bits(counts):
+    """Shannon entropy in bits/symbol of a histogram."""
+    p = np.asarray(counts, dtype=np.float64)
+    p = p[p > 0] / p.sum()
+    return float(-(p * np.log2(p)).sum())
+
+
+def class_table(files=None):
+    """One row per tensor class: symbols, entropy, QLC base and optimal, in bits/symbol
+    and compressibility (1 - bits/8). Each class's code comes from its own pooled PMF."""
+    from .golden.formats import load_e4m3_symbols
+    from .golden.qlc import QlcCode, QlcLayout
+
+    files = bundled_files() if files is None else files
+    groups = {}
+    for path in files:
+        groups.setdefault(tensor_kind(path), []).append(load_e4m3_symbols(path))
+    rows = []
+    for kind in sorted(groups, key=lambda k: (KINDS.index(k) if k in KINDS else 99, k)):
+        symbols = np.concatenate(groups[kind])
+        counts = np.bincount(symbols, minlength=256)
+        row = {"class": kind, "files": len(groups[kind]), "symbols": int(symbols.size),
+               "entropy": entropy_bits(counts)}
+        for name, layout in (("qlc_base", QlcLayout.base()), ("qlc_optimal", None)):
+            code = QlcCode.from_pmf(counts, layout=layout)
+            data, nbits = code.encode(symbols)
+            assert np.array_equal(code.decode(data, nbits), symbols)
+            row[name] = nbits / symbols.size
+            if layout is None:
+                row["optimal_layout"] = code.layout
+        rows.append(row)
+    return rows
+
+
+def format_table(rows):
+    lines = [
+        "| tensor class | files | symbols | entropy | QLC base | QLC optimal | optimal layout (sizes) |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        def cell(bits):
+            return f"{bits:.3f} b ({1 - bits / 8:.1%})"
+        lines.append(
+            f"| {row['class']} | {row['files']} | {row['symbols']} | {cell(row['entropy'])} "
+            f"| {cell(row['qlc_base'])} | {cell(row['qlc_optimal'])} "
+            f"| {','.join(map(str, row['optimal_layout'].sizes))} |")
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""The ``linkcodec`` command line: interfaces that scripts rely on."""
+
+import json
+
+import numpy as np
+import pytest
+
+from linkcodec.cli import bundled_files, main
+from linkcodec.golden.formats import to_e4m3_bits
+
+SIM_KEYS = {"block", "lanes", "symbols", "cycles", "symbols_per_cycle", "bit_exact"}
+
+
+@pytest.mark.xdist_group("qlc-encoder-2")
+def test_sim_json_on_a_float_tensor(tmp_path, capsys):
+    """A float .npy is cast to e4m3; the JSON carries exactly the documented keys."""
+    values = np.random.default_rng(3).standard_normal(600).astype(np.float32)
+    path = tmp_path / "activations.npy"
+    np.save(path, values)
+    uint8_path = tmp_path / "bits.npy"
+    np.save(uint8_path, to_e4m3_bits(values))
+    assert main(["sim", "qlc-encoder", "--lanes", "2", "--layout", "base", "--json",
+                 str(path), str(uint8_path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert SIM_KEYS <= set(report)
+    assert report["block"] == "qlc-encoder" and report["lanes"] == 2
+    assert report["symbols"] == 1200 and report["bit_exact"] is True
+    assert report["symbols_per_cycle"] == pytest.approx(report["symbols"] / report["cycles"],
+                                                        abs=1e-3)
+    assert [frame["symbols"] for frame in report["files"]] == [600, 600]
+    assert all(SIM_KEYS - {"block", "lanes", "bit_exact"} <= set(frame)
+               for frame in report["files"])
+
+
+@pytest.mark.xdist_group("qlc-decoder-1")
+def test_sim_text_on_bundled_tensor(capsys):
+    path = bundled_files("ffn1_act", layers=[0])[0]
+    assert main(["sim", "qlc-decoder", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{path}: 98304 symbols" in out and "bit-exact: yes" in out
+
+
+def test_sim_refuses_bad_input(tmp_path, capsys):
+    path = tmp_path / "ints.npy"
+    np.save(path, np.arange(10, dtype=np.int32))
+    assert main(["sim", "qlc-encoder", str(path)]) == 2
+    assert "neither uint8" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="no such file"):
+        main(["sim", "qlc-encoder", str(tmp_path / "missing.npy")])
+    with pytest.raises(SystemExit):
+        main(["sim", "qlc-wat", str(path)])
+
+
+def test_bundled_sample_is_real_and_small():
+    files = bundled_files()
+    assert len(files) == 24
+    assert sum(path.stat().st_size for path in files) <= 8 * 2**20
+    kinds = {path.stem.split("_", 2)[2] for path in files}
+    assert kinds == {"ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"}
+    for path in files:
+        assert np.load(path).dtype == np.uint8
