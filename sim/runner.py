@@ -83,9 +83,22 @@ def build(component, *, name, build_dir):
 
 
 def run_testbench(runner, *, name, build_dir, test_module, extra_env, seed):
-    """Run the cocotb ``test_module`` on a built model; return the results XML path."""
+    """Run the cocotb ``test_module`` on a built model.
+
+    Returns the results XML path, or ``None`` when the testbench reported a failure (the
+    caller reads what the testbench wrote and says what went wrong).
+    """
     build_dir = Path(build_dir)
     waves = os.environ.get("WAVES", "0") == "1"
+    try:
+        return _test(runner, name, build_dir, test_module, extra_env, seed, waves)
+    except SystemExit:
+        # cocotb's runner exits when a test fails; the scoreboard's verdict is in the
+        # result file, so carry on and let the caller report it.
+        return None
+
+
+def _test(runner, name, build_dir, test_module, extra_env, seed, waves):
     return runner.test(
         test_module=test_module,
         hdl_toplevel=name,

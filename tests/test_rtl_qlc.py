@@ -7,6 +7,7 @@ build run on the same xdist worker (``xdist_group``), so builds never race.
 
 import numpy as np
 import pytest
+from amaranth.hdl import Fragment
 
 from linkcodec.cli import bundled_files
 from linkcodec.golden.qlc import QlcCode, QlcLayout
@@ -172,6 +173,7 @@ def test_parameters_are_checked(cls):
     with pytest.raises(TypeError, match="code must be a QlcCode"):
         cls(lanes=1, code="base")
     block = cls(lanes=2)
+    Fragment.get(block, None)      # elaborates: a block that is built, not just made
     assert (block.lanes, block.word_width) == (2, 16)
     with pytest.raises(AttributeError):
         block.lanes = 4
