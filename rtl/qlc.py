@@ -96,10 +96,15 @@ def _check_code(code):
 
 class _QlcBlock(wiring.Component):
     def __init__(self, signature, *, lanes, word_width, code):
-        self._lanes = check_lanes(lanes)
-        self._word_width = check_word_width(
-            default_word_width(lanes) if word_width is None else word_width)
-        self._code = _check_code(code)
+        try:
+            self._lanes = check_lanes(lanes)
+            self._word_width = check_word_width(
+                default_word_width(lanes) if word_width is None else word_width)
+            self._code = _check_code(code)
+        except (TypeError, ValueError):
+            # A block refused at construction is not an unused block: no warning later.
+            self._MustUse__silence = True
+            raise
         super().__init__(signature(self._lanes, self._word_width))
 
     @property
