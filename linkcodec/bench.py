@@ -1,11 +1,20 @@
 """``linkcodec bench``: the figures quoted in README and docs, from one command.
 
-Sections: ``--compression`` (golden QLC, base vs optimal layout, per tensor class) and
-``--hardware`` (both QLC blocks under Verilator at lanes 1, 2, 4 and 8 with no stalls,
-as ``linkcodec sim`` measures them). With no section flag, all run.
+Sections:
+
+- ``--compression``: golden QLC, base vs optimal layout, per tensor class;
+- ``--hardware``: both QLC blocks under Verilator at lanes 1, 2, 4 and 8 with no stalls,
+  as ``linkcodec sim`` measures them;
+- ``--golden``: speed of the golden encoders and decoders on one core, MB/s of symbols,
+  side by side with zstd and zlib on the same data in the same run;
+- ``--taco``: the TACO front end's reconstruction error and output entropy.
+
+With no section flag, all run.
 """
 
 import json
+import time
+import zlib
 
 import numpy as np
 
@@ -19,6 +28,10 @@ def add_arguments(parser):
                         help="QLC base vs optimal layout per tensor class (golden model)")
     parser.add_argument("--hardware", action="store_true",
                         help="cycles per symbol of both QLC blocks at lanes 1, 2, 4, 8")
+    parser.add_argument("--golden", action="store_true",
+                        help="golden QLC/Huffman encode and decode speed vs zstd and zlib")
+    parser.add_argument("--taco", action="store_true",
+                        help="TACO reconstruction error and output entropy")
     parser.add_argument("--lanes", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--json", action="store_true", help="print JSON")
 
@@ -44,10 +57,89 @@ def hardware_rows(lanes_list, *, kind="ffn2_act", layer=3):
     return rows
 
 
+def _best_seconds(function, repeats):
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def golden_rows(repeats=3):
+    """MB/s of symbols (1 MB = 1e6 symbols) on every bundled activation tensor together."""
+    import zstandard
+
+    from .golden.huffman import HuffmanCodebook
+    from .golden.qlc import QlcCode
+
+    symbols = np.concatenate([np.load(path).reshape(-1) for path in bundled_files()
+                              if path.stem.endswith("_act")])
+    counts = np.bincount(symbols, minlength=256)
+    megabytes = symbols.size / 1e6
+    raw = symbols.tobytes()
+    rows = []
+
+    def add(codec, encode, decode, check):
+        encoded = encode()
+        if not check(decode(encoded)):
+            raise RuntimeError(f"{codec} did not round-trip in the benchmark")
+        rows.append({
+            "codec": codec, "symbols": int(symbols.size),
+            "encode_mb_s": round(megabytes / _best_seconds(encode, repeats), 1),
+            "decode_mb_s": round(megabytes / _best_seconds(lambda: decode(encoded), repeats), 1),
+            "bits_per_symbol": round(8 * _size(encoded) / symbols.size, 4),
+        })
+
+    def _size(encoded):
+        return encoded[1] / 8 if isinstance(encoded, tuple) else len(encoded)
+
+    def same(decoded):
+        return np.array_equal(np.asarray(decoded), symbols)
+
+    def same_bytes(decoded):
+        return decoded == raw
+
+    qlc = QlcCode.from_pmf(counts)
+    add("qlc (golden)", lambda: qlc.encode(symbols), lambda e: qlc.decode(*e), same)
+    book = HuffmanCodebook.from_pmf(counts)
+    add("huffman (golden)", lambda: book.encode(symbols), lambda e: book.decode(*e), same)
+    for level in (3, 19):
+        compressor = zstandard.ZstdCompressor(level=level)
+        decompressor = zstandard.ZstdDecompressor()
+        add(f"zstd -{level}", lambda c=compressor: c.compress(raw),
+            decompressor.decompress, same_bytes)
+    add("zlib -9", lambda: zlib.compress(raw, 9), zlib.decompress, same_bytes)
+    return rows
+
+
 def run(args):
     from .report import class_table, format_table
 
-    everything = not (args.compression or args.hardware)
+    everything = not (args.compression or args.hardware or args.golden or args.taco)
+    report = {}
+    if args.golden or everything:
+        rows = golden_rows()
+        report["golden"] = rows
+        if not args.json:
+            print("## Golden model speed, one core (`linkcodec bench --golden`)\n")
+            print(f"{rows[0]['symbols']} symbols: every bundled activation tensor. "
+                  "MB/s of e4m3 symbols (1 MB = 10^6 symbols), best of 3.\n")
+            print("| codec | encode MB/s | decode MB/s | bits/symbol |")
+            print("|---|---:|---:|---:|")
+            for row in rows:
+                print(f"| {row['codec']} | {row['encode_mb_s']} | {row['decode_mb_s']} | "
+                      f"{row['bits_per_symbol']} |")
+            print()
+    if args.taco or everything:
+        from .golden.taco import report_markdown
+
+        text = report_markdown(bundled_files())
+        report["taco"] = text
+        if not args.json:
+            print("## TACO front end (`linkcodec bench --taco`)\n")
+            print(text)
+            print()
     report = {}
     if args.compression or everything:
         rows = class_table()

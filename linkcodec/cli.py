@@ -1,8 +1,14 @@
 """The ``linkcodec`` command line.
 
-``linkcodec sim BLOCK [--lanes N] [--layout base|optimal] [--json] FILE...`` runs a block
-under Verilator; ``linkcodec demo`` is the tour on the bundled real tensors;
-``linkcodec capture`` regenerates that sample (needs the ``capture`` extra).
+- ``linkcodec sim BLOCK [--lanes N] [--layout base|optimal] [--json] FILE...`` runs a
+  block under Verilator and counts cycles per symbol;
+- ``linkcodec analyze [--format e4m3|bf16] [--json] [--plot PNG] FILE...`` reports how
+  compressible tensors are under each codec;
+- ``linkcodec codebook build --from FILE... -o book.json`` builds a single-stage Huffman
+  codebook (``--codebook`` uses one in ``analyze`` and ``sim``);
+- ``linkcodec bench`` measures every figure the docs quote;
+- ``linkcodec demo`` is the tour on the bundled real tensors;
+- ``linkcodec capture`` regenerates that sample (needs the ``capture`` extra).
 """
 
 import argparse
@@ -40,14 +46,19 @@ def _load_symbols(files):
     return [load_e4m3_symbols(path) for path in files]
 
 
-def _qlc_code(symbol_arrays, layout_name):
+def _qlc_code(symbol_arrays, layout_name, codebook=None):
+    """The QLC code ``sim`` loads: ranks from the files' pooled PMF or, with a codebook,
+    from the codebook's model of the source (``2**-length``: shorter codes rank first)."""
     from .golden.qlc import QlcCode, QlcLayout
 
-    counts = np.zeros(256, dtype=np.int64)
-    for symbols in symbol_arrays:
-        counts += np.bincount(symbols, minlength=256)
+    if codebook is not None:
+        pmf = 2.0 ** -codebook.lengths.astype(np.float64)
+    else:
+        pmf = np.zeros(256, dtype=np.int64)
+        for symbols in symbol_arrays:
+            pmf += np.bincount(symbols, minlength=256)
     layout = QlcLayout.base() if layout_name == "base" else None
-    return QlcCode.from_pmf(counts, layout=layout)
+    return QlcCode.from_pmf(pmf, layout=layout)
 
 
 def cmd_sim(args):
@@ -58,7 +69,12 @@ def cmd_sim(args):
         if not path.exists():
             raise SystemExit(f"linkcodec sim: {path}: no such file")
     arrays = _load_symbols(files)
-    code = _qlc_code(arrays, args.layout)
+    codebook = None
+    if args.codebook:
+        from .golden.huffman import HuffmanCodebook
+
+        codebook = HuffmanCodebook.load(args.codebook)
+    code = _qlc_code(arrays, args.layout, codebook)
     result = run_qlc(args.block, arrays, lanes=args.lanes, code=code,
                      word_width=args.word_width, idle=args.idle, stall=args.stall,
                      seed=args.seed)
@@ -89,6 +105,22 @@ def cmd_sim(args):
               f"{report['symbols_per_cycle']:.3f} symbols/cycle, "
               f"bit-exact: {'yes' if report['bit_exact'] else 'NO'}")
     return 0 if report["bit_exact"] else 1
+
+
+def cmd_codebook_build(args):
+    from .analyze import _byte_plane
+    from .golden.huffman import DEFAULT_MAX_LENGTH, HuffmanCodebook
+    from .inputs import read_shards
+
+    shards = read_shards(args.sources, format=args.format)
+    batches = [_byte_plane(shard) for shard in shards]
+    max_length = DEFAULT_MAX_LENGTH if args.max_length is None else args.max_length
+    book = HuffmanCodebook.from_batches(batches, max_length=max_length)
+    book.save(args.output)
+    print(f"codebook {book.id}: {len(batches)} batches, "
+          f"{sum(b.size for b in batches)} symbols, max length {book.max_length}, "
+          f"written to {args.output}")
+    return 0
 
 
 def cmd_demo(args):
@@ -125,8 +157,32 @@ def build_parser():
     sim.add_argument("--stall", type=float, default=0.0,
                      help="chance of output backpressure in a cycle (default 0)")
     sim.add_argument("--seed", type=int, default=None, help="seed for idle/stall patterns")
+    sim.add_argument("--codebook", metavar="JSON",
+                     help="rank symbols by this codebook's code lengths instead of the "
+                          "files' PMF (a codebook from `linkcodec codebook build`)")
     sim.add_argument("--json", action="store_true", help="print JSON")
     sim.set_defaults(func=cmd_sim)
+
+    from . import analyze as analyze_module
+    analyze = commands.add_parser(
+        "analyze", help="how compressible tensors are under each codec",
+        description=analyze_module.__doc__.split("\n\n", 1)[1])
+    analyze_module.add_arguments(analyze)
+    analyze.set_defaults(func=analyze_module.run)
+
+    codebook = commands.add_parser("codebook", help="single-stage Huffman codebooks")
+    codebook_commands = codebook.add_subparsers(dest="codebook_command", required=True)
+    build = codebook_commands.add_parser(
+        "build", help="build a codebook from the average PMF of earlier batches",
+        description="Build a length-limited canonical Huffman codebook from the average "
+                    "PMF of the given tensors (each tensor one batch) and write it as JSON. "
+                    "For bf16 tensors the codebook codes the exponent bytes.")
+    build.add_argument("--from", dest="sources", nargs="+", required=True, metavar="FILE")
+    build.add_argument("-o", "--output", required=True, metavar="JSON")
+    build.add_argument("--format", choices=["e4m3", "bf16"], default="e4m3")
+    build.add_argument("--max-length", type=int, default=None,
+                       help="longest code in bits (default: the hardware table's limit)")
+    build.set_defaults(func=cmd_codebook_build)
 
     demo = commands.add_parser("demo", help="compress the bundled real tensors and simulate")
     demo.add_argument("--lanes", type=int, default=4, choices=[1, 2, 4, 8])
@@ -150,7 +206,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0
-    except (ValueError, RuntimeError) as error:
+    except (ValueError, RuntimeError, OSError) as error:
         print(f"linkcodec {args.command}: {error}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,190 @@
+"""``linkcodec analyze``: which codec fits these tensors?
+
+For every shard (a ``.npy`` file, or one tensor of a ``.safetensors`` file) and over all
+of them, each figure is *compressibility*, ``1 - compressed bits / raw bits`` (raw is 8
+bits a value for e4m3, 16 for bf16):
+
+- ``shannon``: the shard's order-0 entropy (the bound for any symbol-by-symbol code);
+- ``huffman``: a length-limited Huffman code built from the shard itself (two passes:
+  the baseline that single-stage Huffman avoids);
+- ``huffman_fixed``: single-stage Huffman, the codebook built from the average PMF of all
+  the *other* shards given (leave-one-out), or the ``--codebook`` file;
+- ``qlc_base`` and ``qlc_optimal``: QLC with the base layout and with the optimiser's
+  layout, ranks from the shard's PMF (e4m3 only);
+- ``exponent_remap`` (bf16): ZipCCL's remap with the table from the tensor's sigma;
+- ``exponent_huffman`` (bf16): DFloat11-style, sign+mantissa raw, exponent Huffman coded
+  with the shard's own codebook (for bf16, ``huffman`` and ``huffman_fixed`` code the
+  exponent plane too, so ``huffman`` equals ``exponent_huffman``);
+- ``zstd`` (level 19) and ``zlib`` (level 9) on the raw bytes, as general-purpose
+  baselines.
+
+``kl_to_average`` is not a compressibility: it is the KL divergence in bits/symbol from
+the shard's PMF to the average PMF the fixed codebook was built from; it predicts how
+much ``huffman_fixed`` loses against ``huffman``. Totals weight each shard by its size.
+"""
+
+import json
+import zlib
+
+import numpy as np
+
+__all__ = ["METRICS", "analyze_shards", "add_arguments", "run"]
+
+METRICS = ["shannon", "huffman", "huffman_fixed", "qlc_base", "qlc_optimal",
+           "exponent_remap", "exponent_huffman", "zstd", "zlib"]
+RAW_BITS = {"e4m3": 8, "bf16": 16}
+
+
+def _entropy(counts):
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log2(p)).sum())
+
+
+def _kl(p_counts, q):
+    p = p_counts / p_counts.sum()
+    mask = p > 0
+    return float((p[mask] * np.log2(p[mask] / q[mask])).sum())
+
+
+def _zstd_bits(raw):
+    import zstandard
+
+    return 8 * len(zstandard.ZstdCompressor(level=19).compress(raw))
+
+
+def _byte_plane(shard):
+    """The byte symbols the entropy coders see: e4m3 bytes, or bf16 exponent bytes."""
+    if shard.format == "e4m3":
+        return shard.symbols
+    from .golden.exponent import split
+
+    return split(shard.symbols)[1]
+
+
+def analyze_shards(shards, *, codebook=None):
+    """Per-shard figures (list of dicts) and the size-weighted totals (dict)."""
+    from .golden.huffman import HuffmanCodebook, per_shard_huffman_bits
+    from .golden.qlc import QlcCode, QlcLayout
+
+    if not shards:
+        raise ValueError("no tensors to analyze")
+    planes = [_byte_plane(shard) for shard in shards]
+    counts = [np.bincount(plane, minlength=256).astype(np.float64) for plane in planes]
+    pmfs = [c / c.sum() if c.sum() else c for c in counts]
+    pmf_sum = np.sum(pmfs, axis=0)
+
+    rows = []
+    for index, shard in enumerate(shards):
+        n = shard.symbols.size
+        raw = RAW_BITS[shard.format]
+        row = {"file": shard.file, "tensor": shard.tensor, "format": shard.format,
+               "symbols": int(n)}
+        bits = dict.fromkeys(METRICS)
+        if n == 0:
+            rows.append(dict(row, **bits, kl_to_average=None, _bits={}))
+            continue
+        plane, plane_counts = planes[index], counts[index]
+        # Bits the sign+mantissa byte of a bf16 value costs on top of its exponent code.
+        extra = 8 if shard.format == "bf16" else 0
+
+        if shard.format == "e4m3":
+            bits["shannon"] = _entropy(plane_counts)
+        else:
+            bits["shannon"] = _entropy(np.unique(shard.symbols, return_counts=True)[1]
+                                       .astype(np.float64))
+        bits["huffman"] = extra + per_shard_huffman_bits(plane)
+
+        fixed, average = codebook, None
+        if fixed is None and len(shards) > 1:
+            average = (pmf_sum - pmfs[index]) / (len(shards) - 1)
+            fixed = HuffmanCodebook.from_pmf(average)
+        if fixed is not None:
+            bits["huffman_fixed"] = extra + float(fixed.lengths[plane].astype(np.int64).sum()) / n
+            # The codebook's own model of the source: 2**-length (smoothed, never zero).
+            model = average if average is not None else 2.0 ** -fixed.lengths.astype(float)
+            model = np.where(model > 0, model, 2.0 ** -24)
+            row["kl_to_average"] = _kl(plane_counts, model / model.sum())
+        else:
+            row["kl_to_average"] = None
+
+        if shard.format == "e4m3":
+            for name, layout in (("qlc_base", QlcLayout.base()), ("qlc_optimal", None)):
+                code = QlcCode.from_pmf(plane_counts, layout=layout)
+                bits[name] = float(code.length_of[plane].astype(np.int64).sum()) / n
+        else:
+            from .golden.exponent import encode, table_from_tensor_sigma
+            import ml_dtypes
+
+            values = shard.symbols.view(ml_dtypes.bfloat16)
+            try:
+                table = table_from_tensor_sigma(values)
+                bits["exponent_remap"] = encode(shard.symbols, table).bits_per_value()
+            except ValueError:
+                bits["exponent_remap"] = None    # no finite spread to take a sigma from
+            bits["exponent_huffman"] = bits["huffman"]
+
+        raw_bytes = shard.symbols.astype(shard.symbols.dtype.newbyteorder("<")).tobytes()
+        bits["zstd"] = _zstd_bits(raw_bytes) / n
+        bits["zlib"] = 8 * len(zlib.compress(raw_bytes, 9)) / n
+        for name in METRICS:
+            row[name] = None if bits[name] is None else 1 - bits[name] / raw
+        row["_bits"] = bits
+        rows.append(row)
+
+    total = {"symbols": int(sum(row["symbols"] for row in rows))}
+    for name in METRICS + ["kl_to_average"]:
+        weighted = [(row["symbols"], row[name]) for row in rows if row.get(name) is not None]
+        weight = sum(size for size, _ in weighted)
+        total[name] = (sum(size * value for size, value in weighted) / weight
+                       if weight else None)
+    return rows, total
+
+
+def add_arguments(parser):
+    parser.add_argument("files", nargs="+", metavar="FILE", help=".npy or .safetensors")
+    parser.add_argument("--format", choices=["e4m3", "bf16"], default="e4m3",
+                        help="how float arrays are cast (uint8 is always e4m3, uint16 bf16)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--plot", metavar="PNG", help="draw the PMF and code lengths")
+    parser.add_argument("--codebook", metavar="JSON",
+                        help="a codebook from `linkcodec codebook build` for huffman_fixed")
+
+
+def _percent(value):
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def format_table(rows, total):
+    shown = [name for name in METRICS if any(row.get(name) is not None for row in rows)]
+    head = ["tensor", "symbols"] + shown + ["kl_to_average"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows + [dict(total, tensor="**total**")]:
+        kl = row.get("kl_to_average")
+        cells = [row["tensor"], str(row["symbols"])] + [_percent(row.get(n)) for n in shown]
+        cells.append("-" if kl is None else f"{kl:.4f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def run(args):
+    from .golden.huffman import HuffmanCodebook
+    from .inputs import read_shards
+
+    codebook = HuffmanCodebook.load(args.codebook) if args.codebook else None
+    shards = read_shards(args.files, format=args.format)
+    rows, total = analyze_shards(shards, codebook=codebook)
+    if args.plot:
+        from .plot import plot_analysis
+
+        plot_analysis(shards, args.plot, codebook=codebook)
+    public = [{key: value for key, value in row.items() if not key.startswith("_")}
+              for row in rows]
+    if args.json:
+        print(json.dumps({"files": public, "total": total}, indent=2))
+    else:
+        print("compressibility in % (1 - compressed bits / raw bits); kl_to_average in "
+              "bits/symbol")
+        print(format_table(public, total))
+        if args.plot:
+            print(f"plot written to {args.plot}")
+    return 0
