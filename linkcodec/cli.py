@@ -13,6 +13,7 @@
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -24,20 +25,30 @@ __all__ = ["main", "DATA_DIR", "bundled_files"]
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
-def bundled_files(kind=None, layers=None):
-    """Bundled ``.npy`` files, optionally of one kind (``ffn2_act`` ...) and some layers."""
-    files = sorted(DATA_DIR.glob("minilm_l*_*.npy"))
-    if kind is not None:
-        files = [path for path in files if path.stem.split("_", 2)[2] == kind]
-    if layers is not None:
-        files = [path for path in files if int(path.stem.split("_")[1][1:]) in layers]
-    return files
+_BUNDLED = re.compile(r"minilm_l(?P<layer>\d+)_(?P<kind>ffn\d_(?:act|grad))_s(?P<step>\d+)$")
+
+
+def bundled_files(kind=None, layers=None, steps=None):
+    """Bundled ``.npy`` files (``minilm_l{layer}_{kind}_s{step}.npy``), optionally only
+    one kind (``ffn2_act`` ...), some layers and some training steps; sorted by layer,
+    kind, step."""
+    found = []
+    for path in DATA_DIR.glob("minilm_l*_*.npy"):
+        match = _BUNDLED.match(path.stem)
+        if match is None:
+            continue
+        layer, step = int(match["layer"]), int(match["step"])
+        if ((kind is None or match["kind"] == kind)
+                and (layers is None or layer in layers)
+                and (steps is None or step in steps)):
+            found.append(((layer, match["kind"], step), path))
+    return [path for _, path in sorted(found)]
 
 
 def tensor_kind(path):
-    """``ffn2_act`` for ``minilm_l3_ffn2_act.npy``; the file's stem for other files."""
-    parts = Path(path).stem.split("_", 2)
-    return parts[2] if len(parts) == 3 and parts[1].startswith("l") else Path(path).stem
+    """``ffn2_act`` for ``minilm_l3_ffn2_act_s0.npy``; the file's stem for other files."""
+    match = _BUNDLED.match(Path(path).stem)
+    return match["kind"] if match else Path(path).stem
 
 
 def _load_symbols(files):

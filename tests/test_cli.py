@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from linkcodec.cli import bundled_files, main
+from linkcodec.cli import bundled_files, main, tensor_kind
 from linkcodec.golden.formats import to_e4m3_bits
 
 SIM_KEYS = {"block", "lanes", "symbols", "cycles", "symbols_per_cycle", "bit_exact"}
@@ -37,7 +37,7 @@ def test_sim_text_on_bundled_tensor(capsys):
     path = bundled_files("ffn1_act", layers=[0])[0]
     assert main(["sim", "qlc-decoder", str(path)]) == 0
     out = capsys.readouterr().out
-    assert f"{path}: 98304 symbols" in out and "bit-exact: yes" in out
+    assert f"{path}: 24576 symbols" in out and "bit-exact: yes" in out
 
 
 def test_sim_refuses_bad_input(tmp_path, capsys):
@@ -53,9 +53,9 @@ def test_sim_refuses_bad_input(tmp_path, capsys):
 
 def test_bundled_sample_is_real_and_small():
     files = bundled_files()
-    assert len(files) == 24
+    assert len(files) == 96             # 6 layers x 4 kinds x 4 training steps
     assert sum(path.stat().st_size for path in files) <= 8 * 2**20
-    kinds = {path.stem.split("_", 2)[2] for path in files}
+    kinds = {tensor_kind(path) for path in files}
     assert kinds == {"ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"}
     for path in files:
         assert np.load(path).dtype == np.uint8
