@@ -7,7 +7,10 @@ Sections:
   as ``linkcodec sim`` measures them;
 - ``--golden``: speed of the golden encoders and decoders on one core, MB/s of symbols,
   side by side with zstd and zlib on the same data in the same run;
-- ``--taco``: the TACO front end's reconstruction error and output entropy.
+- ``--taco``: the TACO front end's reconstruction error and output entropy;
+- ``--analyze``: ``linkcodec analyze`` on each (layer, kind) group of bundled tensors,
+  whose 4 files are 4 consecutive training steps: the fixed codebook of each step comes
+  from the other steps (leave-one-out).
 
 With no section flag, all run.
 """
@@ -32,6 +35,8 @@ def add_arguments(parser):
                         help="golden QLC/Huffman encode and decode speed vs zstd and zlib")
     parser.add_argument("--taco", action="store_true",
                         help="TACO reconstruction error and output entropy")
+    parser.add_argument("--analyze", action="store_true",
+                        help="analyze every (layer, kind) group of bundled tensors")
     parser.add_argument("--lanes", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--json", action="store_true", help="print JSON")
 
@@ -55,6 +60,39 @@ def hardware_rows(lanes_list, *, kind="ffn2_act", layer=3):
                 "bit_exact": result["bit_exact"],
             })
     return rows
+
+
+def analyze_rows():
+    """One row per (kind, layer): the totals of ``linkcodec analyze`` over its steps."""
+    from .analyze import analyze_shards
+    from .inputs import read_shards
+    from .report import KINDS
+
+    rows = []
+    for kind in KINDS:
+        for layer in range(6):
+            files = bundled_files(kind, layers=[layer])
+            if not files:
+                continue
+            shard_rows, total = analyze_shards(read_shards(files))
+            gaps = [row["huffman"] - row["huffman_fixed"] for row in shard_rows]
+            rows.append(dict(total, kind=kind, layer=layer, files=len(files),
+                             worst_fixed_gap=max(gaps)))
+    return rows
+
+
+def print_analyze(rows):
+    from .analyze import METRICS
+
+    shown = [name for name in METRICS if any(row.get(name) is not None for row in rows)]
+    print("| kind | layer | symbols | " + " | ".join(shown)
+          + " | fixed gap (worst step) | kl_to_average |")
+    print("|---|---:|---:|" + "---:|" * (len(shown) + 2))
+    for row in rows:
+        cells = [f"{100 * row[name]:.2f}" for name in shown]
+        print(f"| {row['kind']} | {row['layer']} | {row['symbols']} | " + " | ".join(cells)
+              + f" | {100 * (row['huffman'] - row['huffman_fixed']):.2f} "
+                f"({100 * row['worst_fixed_gap']:.2f}) | {row['kl_to_average']:.4f} |")
 
 
 def _best_seconds(function, repeats):
@@ -116,8 +154,20 @@ def golden_rows(repeats=3):
 def run(args):
     from .report import class_table, format_table
 
-    everything = not (args.compression or args.hardware or args.golden or args.taco)
+    everything = not (args.compression or args.hardware or args.golden or args.taco
+                      or args.analyze)
     report = {}
+    if args.analyze or everything:
+        rows = analyze_rows()
+        report["analyze"] = rows
+        if not args.json:
+            print("## Compressibility per tensor group (`linkcodec bench --analyze`)\n")
+            print("Compressibility in % (1 - bits/8), totals over the 4 training steps of "
+                  "each group; `huffman_fixed` codes each step with the codebook from the "
+                  "average PMF of the other 3 steps. Fixed gap = huffman - huffman_fixed in "
+                  "percentage points.\n")
+            print_analyze(rows)
+            print()
     if args.golden or everything:
         rows = golden_rows()
         report["golden"] = rows

@@ -160,8 +160,11 @@ def test_codes_are_valid_e4m3_on_real_data():
     assert not np.any((codes & 0x7F) == 0x7F)
     assert np.array_equal(codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32),
                           e4m3_bits_to_float(codes))
-    assert np.max(np.abs(e4m3_bits_to_float(codes))) == 448  # every block reaches 448
-    assert np.all(np.max(np.abs(e4m3_bits_to_float(codes)).reshape(-1, 128), axis=1) == 448)
+    assert np.max(np.abs(e4m3_bits_to_float(codes))) == 448
+    # Every block that holds a non-zero value reaches 448; an all-zero block stays zero.
+    block_max = np.max(np.abs(e4m3_bits_to_float(codes)).reshape(-1, 128), axis=1)
+    input_max = np.max(np.abs(values).reshape(-1, 128), axis=1)
+    assert np.all(block_max[input_max > 0] == 448) and np.all(block_max[input_max == 0] == 0)
 
 
 # --- baselines and statistics ------------------------------------------------------------
@@ -204,14 +207,14 @@ def test_compressibility_of_codes():
 
 def test_error_table_on_bundled_tensors(tmp_path):
     files = (bundled_files("ffn1_act", layers=[0, 1]) + bundled_files("ffn1_grad", layers=[0]))
-    floats = tmp_path / "minilm_l0_ffn9_act.npy"
+    floats = tmp_path / "minilm_l0_ffn9_act_s0.npy"
     np.save(floats, gaussian_with_outliers(10.0, shape=(4, 256)))
     rows = {row["kind"]: row for row in taco_error_table(files + [floats])}
     assert list(rows) == ["ffn1_act", "ffn1_grad", "ffn9_act"]
     act = rows["ffn1_act"]
-    assert act["files"] == 2 and act["values"] == 2 * 256 * 384
-    # These layers' sample amax is 448 itself: per-tensor FP8 reproduces them exactly.
-    assert act["fp8_rel_rms"] == 0.0 and act["fp8_max_abs"] == 0.0
+    assert act["files"] == 8 and act["values"] == 8 * 64 * 384   # 2 layers x 4 steps
+    # The sample's values are e4m3 already: per-tensor FP8 loses little or nothing.
+    assert 0.0 <= act["fp8_rel_rms"] < 0.05
     assert 0 < act["taco_rel_rms"] < 0.05 and 0 < act["int8_rel_rms"]
     assert 0 < act["taco_entropy"] < 8 and 0 < act["input_entropy"] < 8
     assert act["scale_bits_per_value"] == 0.5
@@ -220,7 +223,7 @@ def test_error_table_on_bundled_tensors(tmp_path):
 
 def test_report_markdown_renders_the_tables():
     text = report_markdown(bundled_files("ffn2_act", layers=[5]))
-    assert "| ffn2_act | 1 | 393216 |" in text
+    assert "| ffn2_act | 4 | 393216 |" in text      # 4 steps x 64 tokens x 1536
     assert text.count("\n|---") == 3 and "Synthetic" in text
 
 
