@@ -1,0 +1,597 @@
+"""Prefix-code bit machinery shared by the golden codec models.
+
+A *frame* is a sequence of code words concatenated most significant bit first: bit ``i``
+of the frame is bit ``7 - i % 8`` of byte ``i // 8`` (``docs/bitstream.md``, "Frame").
+:func:`pack_codes` builds a frame from code words; :func:`decode_prefix` reads one back
+given a look-up table indexed by a fixed-width window of the frame. Both are vectorised
+NumPy: no Python loop runs once per symbol.
+
+How :func:`decode_prefix` avoids a per-symbol loop: the frame is cut into chunks, every
+chunk is decoded *speculatively* from its first bit, all chunks at once (one NumPy step
+per symbol index within a chunk). The decoding path of a prefix code is a function of the
+start position only, so as soon as the true path reaches a position that the speculation
+of its chunk also visited, the rest of that chunk is known. Chunks whose true entry was
+not visited by their speculation are re-decoded from the true entry (all of them at once)
+until they meet it or leave the chunk, and this repeats while chunk entries change. The
+chunk length is a multiple of the code lengths (as far as that stays small), so a frame
+of one repeated symbol is in step from the start. A periodic frame whose period does not
+divide the chunk length defeats speculation; when resyncing does not settle quickly, the
+rest of the segment is decoded from every possible entry of every chunk instead (about
+``longest code`` times the work, never a per-symbol loop).
+
+Decode errors derive from :class:`BitstreamError` (a :class:`ValueError`) and name the
+bit position: :class:`InvalidCodeError` for a window that is no code word,
+:class:`TruncatedStreamError` for a code word that runs past the end of the frame.
+"""
+
+import math
+import operator
+
+import numpy as np
+
+__all__ = [
+    "MAX_CODE_LENGTH",
+    "BitstreamError",
+    "TruncatedStreamError",
+    "InvalidCodeError",
+    "pack_codes",
+    "decode_prefix",
+]
+
+#: Longest code word (and widest decode window) the machinery handles.
+MAX_CODE_LENGTH = 24
+
+# Decoder tuning. Speculation walks about this many bits per chunk (rounded up to a
+# multiple of the code lengths); more chunks mean fewer NumPy steps but more resyncs.
+_TARGET_CHUNK_BITS = 2048
+# The chunk length is a multiple of the lcm of the code lengths while that lcm stays
+# below this bound (longest lengths dropped first when it does not).
+_MAX_LENGTH_LCM = 4096
+# Speculating chunks are checked for completion every this many steps.
+_CHECK_EVERY = 8
+# Codes packed per block (temporaries stay in cache rather than in fresh pages).
+_BLOCK = 1 << 16
+# The decoder speculates this many chunks at a time.
+_SEGMENT_CHUNKS = 4096
+# Resync rounds before the decoder gives up speculating on the rest of a segment: a
+# round settles one more chunk of a run of chunks whose speculation misses the true path.
+_MAX_ROUNDS = 2
+
+
+class BitstreamError(ValueError):
+    """A frame cannot be decoded. ``bit`` is the frame bit position concerned, if any."""
+
+    def __init__(self, message, *, bit=None):
+        super().__init__(message)
+        self.bit = bit
+
+
+class TruncatedStreamError(BitstreamError):
+    """A code word starts before the end of the frame but ends after it.
+
+    ``bit`` is where the code word starts, ``length`` its length, ``nbits`` the length
+    of the frame and ``window`` the decode window at ``bit`` (zeros past the frame).
+    """
+
+    def __init__(self, message, *, bit=None, length=None, nbits=None, window=None):
+        super().__init__(message, bit=bit)
+        self.length = length
+        self.nbits = nbits
+        self.window = window
+
+
+class InvalidCodeError(BitstreamError):
+    """The bits at ``bit`` are no code word.
+
+    ``window`` is the decode window there (``window_bits`` wide, frame bits past the end
+    of the frame read as zero).
+    """
+
+    def __init__(self, message, *, bit=None, window=None):
+        super().__init__(message, bit=bit)
+        self.window = window
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+def _as_index(value, name):
+    """``value`` as a Python int; bools and non-integers are refused."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, not a bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+
+
+def _as_int_array(values, name):
+    """``values`` as a 1-D integer array (no copy when already one)."""
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, not of shape {array.shape}")
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+        if array.size == 0 and array.dtype == np.float64:
+            # np.asarray([]) is float64: an empty list is a fine empty input.
+            return array.astype(np.int64)
+        raise TypeError(f"{name} must hold integers, not {array.dtype}")
+    return array
+
+
+def _as_byte_array(data):
+    """The frame bytes as a read-only ``uint8`` array view."""
+    if isinstance(data, np.ndarray):
+        if data.dtype != np.uint8:
+            raise TypeError(f"frame data must be bytes or a uint8 array, not a {data.dtype} array")
+        return data.reshape(-1)
+    if isinstance(data, str):
+        raise TypeError("frame data must be bytes or a uint8 array, not str")
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError(
+            f"frame data must be bytes or a uint8 array, not {type(data).__name__}") from None
+    return np.frombuffer(view.cast("B") if view.format != "B" else view, dtype=np.uint8)
+
+
+# -- encoding --------------------------------------------------------------------------
+
+def pack_codes(codes, lengths):
+    """Concatenate code words into a frame.
+
+    ``codes[i]`` is a code word of ``lengths[i]`` bits (1 .. 24), its first bit in its
+    most significant position; both are 1-D integer arrays of the same length. Returns
+    ``(data, nbits)``: ``nbits = sum(lengths)`` and ``data`` the ``ceil(nbits / 8)``
+    bytes of the frame, MSB first, zero-padded to a whole byte.
+
+    Raises :class:`ValueError` if a length is out of range or a code does not fit its
+    length, :class:`TypeError` for non-integer input.
+    """
+    codes = _as_int_array(codes, "codes")
+    lengths = _as_int_array(lengths, "lengths")
+    if codes.shape != lengths.shape:
+        raise ValueError(f"codes and lengths differ in size: {codes.size} codes, "
+                         f"{lengths.size} lengths")
+    if codes.size == 0:
+        return b"", 0
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    if shortest < 1 or longest > MAX_CODE_LENGTH:
+        bad = int(np.flatnonzero((lengths < 1) | (lengths > MAX_CODE_LENGTH))[0])
+        raise ValueError(f"code {bad} has length {int(lengths[bad])}; lengths must be "
+                         f"1..{MAX_CODE_LENGTH}")
+    if codes.dtype.kind == "i" and int(codes.min()) < 0:
+        bad = int(np.flatnonzero(codes < 0)[0])
+        raise ValueError(f"code {bad} is negative ({int(codes[bad])})")
+    writer = _BitWriter(longest * codes.size)
+    # Blocks keep the temporaries small: fresh large arrays cost more than the work.
+    for first in range(0, codes.size, _BLOCK):
+        block_codes = codes[first:first + _BLOCK].astype(np.uint64)
+        block_lengths = lengths[first:first + _BLOCK].astype(np.uint64)
+        overflow = (block_codes >> block_lengths) != 0
+        if overflow.any():
+            bad = first + int(np.flatnonzero(overflow)[0])
+            raise ValueError(f"code {bad} is {int(codes[bad]):#x}, which does not fit in "
+                             f"{int(lengths[bad])} bits")
+        aligned = np.left_shift(block_codes, np.uint64(64) - block_lengths)
+        piece_longest = longest
+        # Halve the number of pieces while a joined pair still fits the writer.
+        while 2 * piece_longest <= 32 and aligned.size > 1:
+            aligned, block_lengths = _join_pairs(aligned, block_lengths)
+            piece_longest *= 2
+        writer.write(aligned, block_lengths)
+    return writer.getvalue()
+
+
+def _join_pairs(aligned, lengths):
+    """Join pieces 2i and 2i+1 into one (an odd last piece stays alone)."""
+    half, total = aligned.size // 2, (aligned.size + 1) // 2
+    joined = np.empty(total, dtype=np.uint64)
+    joined_lengths = np.empty(total, dtype=np.uint64)
+    first_lengths = lengths[0:2 * half:2]
+    np.right_shift(aligned[1::2], first_lengths, out=joined[:half])
+    joined[:half] |= aligned[0:2 * half:2]
+    np.add(first_lengths, lengths[1::2], out=joined_lengths[:half])
+    joined[half:] = aligned[2 * half:]
+    joined_lengths[half:] = lengths[2 * half:]
+    return joined, joined_lengths
+
+
+class _BitWriter:
+    """Appends pieces of 1..32 bits to a frame, a block of pieces at a time.
+
+    A piece is held in the top of a uint64 (its first bit in bit 63) and lands in the
+    64-bit window over the 32-bit frame words ``start // 32`` and the next (offset <= 31
+    plus length <= 32 fits). As no piece is longer than a word, every word from a
+    block's first piece to its last has a piece starting in it, so the block's pieces
+    group by first word in order, one group per word. Pieces of a group cover disjoint
+    bits of its window, so their sum is their OR, and a group's window is a difference
+    of a running sum (mod 2**64). A word shared by two blocks is ORed from both.
+    """
+
+    def __init__(self, max_bits):
+        self.words = np.zeros(max_bits // 32 + 2, dtype=np.uint64)  # zero pages are lazy
+        self.nbits = 0
+
+    def write(self, aligned, lengths):
+        """Append pieces: ``aligned`` and ``lengths`` are uint64 arrays."""
+        if aligned.size == 0:
+            return
+        ends = np.cumsum(lengths)
+        ends += np.uint64(self.nbits)
+        starts = ends - lengths
+        self.nbits = int(ends[-1])
+        word = starts >> np.uint64(5)
+        starts &= np.uint64(31)
+        placed = np.right_shift(aligned, starts, out=starts)
+        running = np.cumsum(placed, out=placed)
+        first_word, last_word = int(word[0]), int(word[-1])
+        group_ends = np.empty(last_word - first_word + 1, dtype=np.uint64)
+        group_ends[:-1] = running[np.flatnonzero(word[1:] != word[:-1])]
+        group_ends[-1] = running[-1]
+        windows = np.diff(group_ends, prepend=np.uint64(0))
+        self.words[first_word:last_word + 1] |= windows >> np.uint64(32)
+        self.words[first_word + 1:last_word + 2] |= windows & np.uint64(0xFFFFFFFF)
+
+    def getvalue(self):
+        """``(data, nbits)`` of the frame written so far."""
+        nbytes = (self.nbits + 7) // 8
+        return self.words[: nbytes // 4 + 1].astype(">u4").tobytes()[:nbytes], self.nbits
+
+
+# -- decoding --------------------------------------------------------------------------
+
+def _check_tables(window_bits, lut_length, lut_symbol):
+    """Validate the decode tables; return the lengths (int64) and the symbols."""
+    entries = 1 << window_bits
+    lut_length = np.asarray(lut_length)
+    lut_symbol = np.asarray(lut_symbol)
+    for name, table in (("lut_length", lut_length), ("lut_symbol", lut_symbol)):
+        if table.shape != (entries,):
+            raise ValueError(f"{name} must have 2**window_bits = {entries} entries, not "
+                             f"shape {table.shape}")
+        if table.dtype == np.bool_ or not np.issubdtype(table.dtype, np.integer):
+            raise TypeError(f"{name} must hold integers, not {table.dtype}")
+    lengths = lut_length.astype(np.int64)
+    if lengths.min() < 0 or lengths.max() > window_bits:
+        bad = int(np.flatnonzero((lengths < 0) | (lengths > window_bits))[0])
+        raise ValueError(f"lut_length[{bad:#x}] is {int(lengths[bad])}; code lengths must be "
+                         f"0 (invalid) .. window_bits = {window_bits}")
+    if not lengths.any():
+        raise ValueError("lut_length holds no code word (every entry is 0)")
+    # In a prefix-code table, all windows that start with a code word (its block, of
+    # 2**(window_bits - L) windows) decode the same: each block lies in one run of equal
+    # entries. Anything else would decode garbage.
+    window = np.arange(entries, dtype=np.int64)
+    drop = np.where(lengths > 0, window_bits - lengths, 0)
+    head = (window >> drop) << drop
+    differs = np.ones(entries, dtype=bool)
+    differs[1:] = (lengths[1:] != lengths[:-1]) | (lut_symbol[1:] != lut_symbol[:-1])
+    run_starts = np.flatnonzero(differs)
+    run_ends = np.append(run_starts[1:], entries)
+    run = np.cumsum(differs) - 1
+    broken = (lengths > 0) & ((head < run_starts[run]) | (head + (1 << drop) > run_ends[run]))
+    if broken.any():
+        bad = int(np.flatnonzero(broken)[0])
+        length, first = int(lengths[bad]), int(head[bad])
+        last = first + (1 << int(drop[bad])) - 1
+        raise ValueError(
+            f"the tables are not a prefix code: window {bad:#x} starts a {length}-bit code "
+            f"word, but the windows {first:#x} .. {last:#x} that share those bits do not all "
+            f"decode the same")
+    return lengths, lut_symbol
+
+
+def _chunk_bits(lengths, window_bits):
+    """Chunk length: about _TARGET_CHUNK_BITS, a multiple of the code lengths if cheap."""
+    present = np.flatnonzero(np.bincount(lengths, minlength=window_bits + 1)[1:]) + 1
+    step = 1
+    for length in present:  # shortest first: those are the likeliest code words
+        joined = math.lcm(step, int(length))
+        if joined > _MAX_LENGTH_LCM:
+            break
+        step = joined
+    chunk = step * -(-_TARGET_CHUNK_BITS // step)
+    # A chunk must hold a whole window so that a chunk's entry lies inside it.
+    return max(chunk, step * -(-MAX_CODE_LENGTH // step))
+
+
+class _Frame:
+    """Reads ``window_bits``-wide windows at bit positions of a frame (zero past nbits).
+
+    Positions are of ``dtype``, uint32 (uint64 for frames of 2**30 bits or more); a
+    position past the frame reads its last bytes, which only speculation does.
+    """
+
+    def __init__(self, data, nbits, window_bits, dtype):
+        nbytes = (nbits + 7) // 8
+        padded = np.zeros(nbytes + 3, dtype=np.uint8)
+        padded[:nbytes] = data[:nbytes]
+        if nbits % 8:
+            padded[nbytes - 1] &= (0xFF << (8 - nbits % 8)) & 0xFF  # pad bits read as 0
+        # The big-endian 32-bit word at every byte, in the top of a dtype word: a window
+        # is then a left shift (dropping the bits before it) and a right shift.
+        unaligned = np.ndarray((nbytes,), dtype=">u4", buffer=padded, strides=(1,))
+        self.words = unaligned.astype(dtype)
+        width = 8 * self.words.itemsize
+        if width > 32:
+            self.words <<= width - 32
+        self.shift = width - window_bits
+
+    def window(self, positions):
+        window = np.take(self.words, positions >> 3, mode="clip")
+        window <<= positions & 7
+        window >>= self.shift
+        return window
+
+
+def decode_prefix(data, nbits, window_bits, lut_length, lut_symbol):
+    """Decode a frame of ``nbits`` bits of a prefix code; return its symbols.
+
+    ``data`` is bytes-like or a ``uint8`` array holding at least ``nbits`` bits, MSB
+    first; bits past ``nbits`` are ignored (read as zero). ``window_bits`` (1..24) is the
+    longest code length. For every ``window_bits``-wide value ``w``, ``lut_length[w]`` is
+    the length of the code word that ``w`` starts with (0: no code word starts so) and
+    ``lut_symbol[w]`` its symbol; the result has ``lut_symbol``'s dtype.
+
+    Raises :class:`InvalidCodeError` at the first window on the decoding path that is no
+    code word, :class:`TruncatedStreamError` if the last code word runs past ``nbits``,
+    :class:`BitstreamError` if ``nbits`` is negative or past the end of ``data``, and
+    :class:`ValueError` / :class:`TypeError` for malformed tables.
+    """
+    frame_bytes = _as_byte_array(data)
+    nbits = _as_index(nbits, "nbits")
+    window_bits = _as_index(window_bits, "window_bits")
+    if not 1 <= window_bits <= MAX_CODE_LENGTH:
+        raise ValueError(f"window_bits is {window_bits}; it must be 1..{MAX_CODE_LENGTH}")
+    lengths, symbols = _check_tables(window_bits, lut_length, lut_symbol)
+    if nbits < 0:
+        raise BitstreamError(f"nbits is {nbits}; a frame length cannot be negative")
+    if nbits > 8 * frame_bytes.size:
+        raise BitstreamError(f"nbits is {nbits} but the data holds only "
+                             f"{8 * frame_bytes.size} bits ({frame_bytes.size} bytes)")
+    if nbits == 0:
+        return symbols[:0].copy()
+
+    # uint32 positions halve the memory traffic; speculation runs past nbits by less
+    # than a chunk of longest codes.
+    dtype = np.uint32 if nbits < 1 << 30 else np.uint64
+    frame = _Frame(frame_bytes, nbits, window_bits, dtype)
+    code_length = lengths.astype(np.uint8)
+    decoded = []
+    position = 0  # where the next code should start (self-check of the path)
+    for block in _decoding_path(frame, nbits, lengths, window_bits, dtype):
+        if block.size == 0:
+            continue
+        windows = frame.window(block)
+        block_lengths = np.take(code_length, windows)
+        if block_lengths.min() == 0:
+            index = int(np.flatnonzero(block_lengths == 0)[0])
+            bit, window = int(block[index]), int(windows[index])
+            raise InvalidCodeError(
+                f"invalid code at bit {bit}: the {window_bits} bits from there, "
+                f"{window:#0{window_bits + 2}b}, start no code word", bit=bit, window=window)
+        if block[0] != position or not np.array_equal(block[1:] - block[:-1],
+                                                      block_lengths[:-1]):
+            raise AssertionError("decode_prefix: inconsistent decoding path (internal error)")
+        position = int(block[-1]) + int(block_lengths[-1])
+        decoded.append(np.take(symbols, windows))
+    if position > nbits:
+        last, length = int(block[-1]), int(block_lengths[-1])
+        raise TruncatedStreamError(
+            f"truncated stream: code at bit {last} needs {length} bits but the frame "
+            f"ends at bit {nbits}", bit=last, length=length, nbits=nbits,
+            window=int(windows[-1]))
+    if position != nbits:
+        raise AssertionError("decode_prefix: inconsistent decoding path (internal error)")
+    return np.concatenate(decoded)
+
+
+def _decoding_path(frame, nbits, lengths, window_bits, dtype):
+    """Start positions of the code words on the decoding path from bit 0, in blocks.
+
+    A generator of sorted arrays which, concatenated, are the path. On this path an
+    invalid window advances one bit; up to the first invalid window it is the true
+    decoding, and the caller reports that window.
+
+    The frame is decoded a segment of chunks at a time, each segment from a true
+    position: speculatively (:func:`_speculative_segment`), and where that fails to
+    settle (a periodic stream whose period does not divide the chunk length makes every
+    chunk miss the true path), exactly from every possible entry of every chunk
+    (:func:`_exact_segment`, about ``max code length`` times the work, but bounded).
+    """
+    chunk = _chunk_bits(lengths, window_bits)
+    tables = _DecodeTables(frame, lengths, dtype)
+    begin = 0
+    while begin < nbits:
+        end = min(nbits, begin + _SEGMENT_CHUNKS * chunk)
+        begin, settled = yield from _speculative_segment(tables, begin, end, chunk)
+        if not settled:
+            begin = yield from _exact_segment(tables, begin, end, chunk)
+
+
+class _DecodeTables:
+    """What the decoding loops share: the frame and the advance per window."""
+
+    def __init__(self, frame, lengths, dtype):
+        self.frame = frame
+        self.words, self.shift = frame.words, frame.shift
+        # An invalid window advances one bit, so that every walk ends.
+        self.advance = np.where(lengths > 0, lengths, 1).astype(dtype)
+        self.longest = int(lengths.max())
+        self.shortest = int(lengths[lengths > 0].min())
+        self.dtype = dtype
+
+    def step(self, positions):
+        """How far the code at each position advances."""
+        return np.take(self.advance, self.frame.window(positions))
+
+    def walk(self, starts, ends):
+        """Decode from each start until past its end: a table of positions, one row per
+        start, its first column ``starts``; entries from a row's end on are clipped to
+        the end, so that the rows, if consecutive, form one sorted array."""
+        dtype = self.dtype
+        table = np.empty((starts.size, int(np.max(ends - starts, initial=0)) // self.shortest
+                          + _CHECK_EVERY + 1), dtype=dtype)
+        position = starts.copy()
+        step = 0
+        while True:
+            if step == table.shape[1] - 1:  # only invalid windows (1-bit steps) get here
+                table = np.concatenate([table, np.empty_like(table)], axis=1)
+            table[:, step] = position
+            window = np.take(self.words, position >> 3, mode="clip")
+            window <<= position & 7
+            window >>= self.shift
+            position += np.take(self.advance, window)
+            step += 1
+            if step % _CHECK_EVERY == 0 and (position >= ends).all():
+                break
+        table[:, step] = position
+        if table.shape[1] > 2 * (step + 1):
+            table = table[:, :step + 1].copy()
+        table[:, step + 1:] = ends[:, None]
+        np.minimum(table, ends[:, None], out=table)
+        return table
+
+
+def _emit(table, first_kept, ends, starts, extra):
+    """Yield, a block of rows at a time, each row's positions from ``first_kept[row]``
+    to ``ends[row]``, merged with the sorted ``extra`` positions of those rows."""
+    rows = max(1, _BLOCK // table.shape[1])
+    for first in range(0, table.shape[0], rows):
+        block_rows = table[first:first + rows]
+        keep = block_rows >= first_kept[first:first + rows, None]
+        keep &= block_rows < ends[first:first + rows, None]
+        positions = block_rows[keep]
+        low, high = np.searchsorted(extra, (starts[first], ends[first:first + rows][-1]))
+        if high > low:
+            positions = np.concatenate([positions, extra[low:high]])
+            positions.sort(kind="stable")  # two sorted runs: a linear merge
+        if positions.size:
+            yield positions
+
+
+def _speculative_segment(tables, begin, end, chunk):
+    """Decode ``begin .. end`` (``begin`` on the true path) speculatively.
+
+    Yields position blocks; returns ``(position, True)`` with the true position after
+    the segment, or ``(position, False)`` if resyncing did not settle within
+    ``_MAX_ROUNDS`` rounds: then the blocks cover the path up to ``position``, a true
+    position inside the segment.
+    """
+    dtype = tables.dtype
+    nchunks = -(-(end - begin) // chunk)
+    starts = dtype(begin) + np.arange(nchunks, dtype=dtype) * dtype(chunk)
+    ends = np.minimum(starts + dtype(chunk), dtype(end))
+
+    # 1. Speculation: every chunk from its first bit, all in step. Row c of ``spec`` is
+    # chunk c's code starts, clipped to ends[c]; as ends[c] = starts[c + 1], the table
+    # is one sorted array and membership is one searchsorted.
+    spec = tables.walk(starts, ends)
+    flat = spec.reshape(-1)
+    last = flat[np.searchsorted(flat, ends) - 1]       # the last code inside each chunk
+    spec_exit = last + tables.step(last)               # where speculation left the chunk
+
+    def visited(positions):  # meaningful for positions inside their chunk
+        return np.take(flat, np.searchsorted(flat, positions), mode="clip") == positions
+
+    # 2. Resync. sync[c]: chunk c's speculative codes from position sync[c] on are on
+    # the true path; exit_[c]: where the true path leaves chunk c. A chunk whose entry
+    # is no speculative position is walked from its entry until the walk meets one
+    # (then it is in sync there) or leaves the chunk (then its exit moves, and so does
+    # the next chunk's entry: rounds repeat while entries change).
+    entry = np.empty(nchunks, dtype=dtype)
+    entry[0] = begin
+    entry[1:] = spec_exit[:-1]
+    sync = np.empty(nchunks, dtype=dtype)
+    exit_ = np.empty(nchunks, dtype=dtype)
+    walk_round = np.full(nchunks, -1)          # the round whose walk holds chunk c's head
+    walks = []                                 # (round, chunks, positions) per walk step
+    todo = np.arange(nchunks)
+    round_ = 0
+    while todo.size and round_ < _MAX_ROUNDS:
+        at, end_at = entry[todo], ends[todo]
+        walk_round[todo] = -1
+        left = at >= end_at                    # the previous code ran past the segment
+        met = ~left & visited(at)
+        sync[todo[met]] = at[met]
+        exit_[todo[met]] = spec_exit[todo[met]]
+        sync[todo[left]] = end_at[left]
+        exit_[todo[left]] = at[left]
+        walking = ~(met | left)
+        chunks, at, end_at = todo[walking], at[walking], end_at[walking]
+        walk_round[chunks] = round_
+        finished = []                          # (chunks, positions, left) of ended walks
+        while chunks.size:
+            walks.append((round_, chunks, at))
+            at = at + tables.step(at)
+            left = at >= end_at
+            done = left | visited(at)
+            if done.any():
+                finished.append((chunks[done], at[done], left[done]))
+                walking = ~done
+                chunks, at, end_at = chunks[walking], at[walking], end_at[walking]
+        if finished:
+            chunks, at, left = (np.concatenate(parts) for parts in zip(*finished))
+            met = ~left
+            sync[chunks[met]] = at[met]
+            exit_[chunks[met]] = spec_exit[chunks[met]]
+            sync[chunks[left]] = ends[chunks[left]]
+            exit_[chunks[left]] = at[left]
+        following = todo[todo + 1 < nchunks]
+        changed = exit_[following] != entry[following + 1]
+        todo = following[changed] + 1
+        entry[todo] = exit_[following[changed]]
+        round_ += 1
+        if 4 * todo.size > nchunks:  # most chunks miss the true path: give up at once
+            break
+
+    # 3. The true path: each chunk's speculative codes from its sync point, after the
+    # codes of the chunk's last walk (all before it). Chunks from todo[0] on are not
+    # settled (their entries may still change): they are left to the caller.
+    settled = nchunks if todo.size == 0 else int(todo[0])
+    if walks:
+        rounds = np.repeat([r for r, _, _ in walks], [chunks.size for _, chunks, _ in walks])
+        walk_chunks = np.concatenate([chunks for _, chunks, _ in walks])
+        walk_positions = np.concatenate([at for _, _, at in walks])
+        current = (rounds == walk_round[walk_chunks]) & (walk_chunks < settled)
+        walk_positions = np.sort(walk_positions[current])
+    else:
+        walk_positions = np.empty(0, dtype=dtype)
+    yield from _emit(spec[:settled], sync[:settled], ends[:settled], starts[:settled],
+                     walk_positions)
+    if settled == nchunks:
+        return int(exit_[-1]), True
+    return int(entry[settled]), False
+
+
+def _exact_segment(tables, begin, end, chunk):
+    """Decode ``begin .. end`` (``begin`` on the true path) without speculation.
+
+    A chunk's true entry lies within the longest code length of its start, so every
+    chunk is decoded (without recording) from each of those entries; chaining the
+    exits from ``begin`` gives the true entries, and the chunks are then decoded from
+    those. Yields position blocks; returns the true position after the segment.
+    """
+    dtype = tables.dtype
+    nchunks = -(-(end - begin) // chunk)
+    starts = dtype(begin) + np.arange(nchunks, dtype=dtype) * dtype(chunk)
+    ends = np.minimum(starts + dtype(chunk), dtype(end))
+    span = tables.longest
+    position = (starts[:, None] + np.arange(span, dtype=dtype)).reshape(-1)
+    limit = np.repeat(ends, span)
+    step = 0
+    while True:
+        moving = position < limit
+        if step % _CHECK_EVERY == 0 and not moving.any():
+            break
+        position += tables.step(position) * moving  # a walk stops at its first exit
+        step += 1
+    exits = position.reshape(nchunks, span).tolist()
+    entries = []
+    at = begin
+    for row, start in zip(exits, starts.tolist()):  # one step per chunk, not per code
+        entries.append(at)
+        at = row[at - start]
+    entries = np.array(entries, dtype=dtype)
+    table = tables.walk(entries, ends)
+    yield from _emit(table, entries, ends, starts, np.empty(0, dtype=dtype))
+    return at

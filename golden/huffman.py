@@ -1,0 +1,720 @@
+"""Golden model of single-stage Huffman coding for FP8 e4m3 symbols.
+
+*Single-stage*: no histogram, tree or codebook is built or sent per batch. The codebook
+comes from the average PMF of **earlier** batches, is built off the critical path, is
+loaded into both ends of the link beforehand and is never carried in the stream. A frame
+is just the code words of its symbols (``docs/huffman.md``).
+
+- :func:`code_lengths` -- optimal length-limited code lengths (package-merge, exact);
+- :func:`canonical_codes` -- canonical code words for a vector of lengths;
+- :func:`smooth_pmf` and :func:`average_pmf` -- the PMF a codebook is built from;
+- :class:`HuffmanCodebook` -- 256 (code, length) pairs: ``encode`` / ``decode`` frames,
+  ``expected_bits``, JSON ``save`` / ``load`` with validation;
+- :func:`per_shard_huffman_bits` and :func:`shannon_bits` -- the two-pass baseline
+  (a code built from the shard itself) and the order-0 entropy, in bits per symbol.
+
+**Bit order.** As in ``docs/bitstream.md`` ("Frame"): code words are concatenated most
+significant bit first, bit ``i`` of a frame is bit ``7 - i % 8`` of byte ``i // 8``, and
+the last byte is zero-padded. :meth:`HuffmanCodebook.encode` returns ``(data, nbits)``.
+
+**Smoothing.** Every one of the 256 symbols needs a code, also those that no earlier
+batch held. A codebook is built from
+
+    pmf_smoothed = (1 - smoothing) * pmf + smoothing / 256
+
+with ``pmf`` normalised to sum 1 and ``smoothing`` = :data:`DEFAULT_SMOOTHING` = 2**-16.
+An unseen symbol then weighs 2**-24, so under the default limit it gets a code of the
+longest length, 15 bits, and takes 2**-15 of the code space from the seen symbols: with
+``u`` unseen symbols that costs about ``u * 2**-15 / ln 2`` bits/symbol. On the bundled
+tensors the cost stays below 0.005 bits/symbol (``docs/huffman.md``; a test checks it). For an ideal code the mixture
+itself would cost at most ``-log2(1 - 2**-16)`` = 2.2e-5 bits/symbol.
+
+**Tie-breaking.** Lengths are optimal; among optimal length vectors, a symbol never gets
+a longer code than a symbol of the same weight with a larger value. Canonical codes are
+assigned in (length, symbol) order.
+
+Errors: :class:`HuffmanCodebookError` (unusable weights, bad lengths or codes, a bad
+codebook file) and :class:`HuffmanDecodeError` (a frame cannot be decoded), which derives
+from :class:`~linkcodec.golden.bitstream.BitstreamError`; its subclasses
+:class:`HuffmanInvalidCodeError` and :class:`HuffmanTruncatedStreamError` also derive from
+the matching :mod:`~linkcodec.golden.bitstream` errors.
+"""
+
+import copy
+import hashlib
+import json
+import math
+import operator
+
+import numpy as np
+
+from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
+                        TruncatedStreamError, decode_prefix, pack_codes)
+
+__all__ = [
+    "SYMBOLS",
+    "DEFAULT_MAX_LENGTH",
+    "DEFAULT_SMOOTHING",
+    "FORMAT",
+    "VERSION",
+    "HuffmanCodebookError",
+    "HuffmanDecodeError",
+    "HuffmanInvalidCodeError",
+    "HuffmanTruncatedStreamError",
+    "code_lengths",
+    "canonical_codes",
+    "smooth_pmf",
+    "average_pmf",
+    "HuffmanCodebook",
+    "per_shard_huffman_bits",
+    "shannon_bits",
+]
+
+#: Number of symbols (e4m3 bit patterns).
+SYMBOLS = 256
+
+#: Default code length limit. The encoder's table has 256 entries of (code, length); with
+#: codes of at most 15 bits, the length 1..15 fits a 4-bit field as it is, so an entry is
+#: 15 + 4 = 19 bits and a 256 x 19-bit memory holds the codebook. 15 is also DEFLATE's
+#: limit, and a canonical decoder needs one first-code comparator per length. On the
+#: bundled tensors (the smoothed average PMF of each kind, and of each layer over its
+#: steps) it costs less than 0.005 bits/symbol against the widest limit, 24 bits
+#: (``docs/huffman.md``): it mostly shortens the codes of symbols that only the
+#: smoothing gives a code.
+DEFAULT_MAX_LENGTH = 15
+
+#: Weight of the uniform distribution mixed into a codebook's PMF (see the module doc).
+DEFAULT_SMOOTHING = 2.0 ** -16
+
+#: ``format`` and ``version`` of a codebook file.
+FORMAT = "linkcodec-huffman-codebook"
+VERSION = 1
+
+# The smallest limit that holds every symbol: 2**8 codes.
+_MIN_CODEBOOK_LENGTH = 8
+_JSON_KEYS = ("format", "version", "id", "max_length", "lengths", "codes", "source")
+
+
+class HuffmanCodebookError(ValueError):
+    """Weights, code lengths, codes or a codebook file cannot make a Huffman codebook."""
+
+
+class HuffmanDecodeError(BitstreamError):
+    """A Huffman frame cannot be decoded; ``bit`` is where, when known."""
+
+
+class HuffmanInvalidCodeError(HuffmanDecodeError, InvalidCodeError):
+    """The bits at ``bit`` start no code word (only possible with an incomplete code)."""
+
+
+class HuffmanTruncatedStreamError(HuffmanDecodeError, TruncatedStreamError):
+    """The last code word of a frame runs past the frame's end."""
+
+
+# -- input checks ----------------------------------------------------------------------
+
+def _as_int(value, name):
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, not a bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+
+
+def _check_max_length(max_length, smallest=1):
+    max_length = _as_int(max_length, "max_length")
+    if not smallest <= max_length <= MAX_CODE_LENGTH:
+        why = (f"; {SYMBOLS} symbols need at least {smallest}" if smallest > 1 else "")
+        raise HuffmanCodebookError(f"max_length is {max_length}; it must be "
+                                   f"{smallest}..{MAX_CODE_LENGTH}{why}")
+    return max_length
+
+
+def _check_weights(weights, size=None):
+    """``weights`` as a 1-D int or float array of finite values >= 0, not all zero."""
+    array = np.asarray(weights)
+    if array.dtype == np.bool_ or not (np.issubdtype(array.dtype, np.integer)
+                                       or np.issubdtype(array.dtype, np.floating)):
+        raise HuffmanCodebookError(f"weights must be numbers (probabilities or counts), "
+                                   f"not {array.dtype}")
+    if array.ndim != 1 or array.size == 0 or (size is not None and array.size != size):
+        want = f"{size} entries, one per symbol" if size else "a non-empty 1-D array"
+        raise HuffmanCodebookError(f"weights must be {want}, not shape {array.shape}")
+    if np.issubdtype(array.dtype, np.floating):
+        if array.dtype != np.float64:
+            array = array.astype(np.float64)
+        bad = np.flatnonzero(~np.isfinite(array))
+        if bad.size:
+            raise HuffmanCodebookError(f"weight of symbol {bad[0]} is {array[bad[0]]}; "
+                                       f"weights must be finite")
+    bad = np.flatnonzero(array < 0)
+    if bad.size:
+        raise HuffmanCodebookError(f"weight of symbol {bad[0]} is {array[bad[0]]}; weights "
+                                   f"must be >= 0")
+    if not array.any():
+        raise HuffmanCodebookError("weights are all zero: at least one symbol needs a "
+                                   "nonzero weight")
+    return array
+
+
+def _as_symbols(symbols):
+    """``symbols`` as a flat uint8 array (bytes-like objects are taken as they are)."""
+    if isinstance(symbols, (bytes, bytearray, memoryview)):
+        return np.frombuffer(symbols, dtype=np.uint8)
+    array = np.asarray(symbols)
+    if array.dtype != np.uint8:
+        raise TypeError(f"symbols must be a uint8 array of e4m3 bit patterns, not "
+                        f"{array.dtype}; cast tensors with "
+                        f"linkcodec.golden.formats.to_e4m3_bits")
+    return array.reshape(-1)
+
+
+def _normalised(weights):
+    """Float64 probabilities; the sum is exactly rounded so the result is reproducible."""
+    weights = weights.astype(np.float64)
+    total = math.fsum(weights.tolist())
+    if not math.isfinite(total):
+        raise HuffmanCodebookError("weights are too large: their sum overflows")
+    return weights / total
+
+
+# -- code lengths ----------------------------------------------------------------------
+
+def _exact_integers(weights):
+    """The weights as Python ints in an object array, in exact proportion to them.
+
+    Integers are taken as they are; a float ``m * 2**e`` (53-bit ``m``) becomes
+    ``m << (e - smallest e)``, so package sums and comparisons are exact.
+    """
+    if np.issubdtype(weights.dtype, np.integer):
+        return weights.astype(object)
+    mantissa, exponent = np.frexp(weights)
+    mantissa = np.ldexp(mantissa, 53).astype(np.int64)
+    exponent = exponent.astype(np.int64)
+    return mantissa.astype(object) << (exponent - exponent.min()).astype(object)
+
+
+def _package_merge(weights, limit):
+    """Optimal lengths (<= limit) of ``weights``: ascending exact ints, 2 <= n <= 2**limit.
+
+    Package-merge (Larmore & Hirschberg, 1990): the list of level ``limit`` is the
+    leaves; the list of each shallower level merges the leaves with the pairs
+    ("packages") of the deeper list. The cheapest ``2n - 2`` items of the level-1 list
+    are the optimal choice; a chosen package stands for its two items one level deeper.
+    As the leaves in a list are in ascending order, the leaves chosen at a level are the
+    first ``k`` symbols, so only these counts are tracked: a symbol's length is the
+    number of levels whose chosen leaves include it. Ties put leaves before packages.
+    """
+    count = weights.size
+    items = weights
+    is_leaf = [np.ones(count, dtype=bool)]          # per level, deepest first
+    for _ in range(limit - 1):
+        pairs = items.size // 2
+        packages = items[0:2 * pairs:2] + items[1:2 * pairs:2]
+        merged = np.concatenate([weights, packages])
+        order = np.argsort(merged, kind="stable")
+        items = merged[order]
+        is_leaf.append(order < count)
+    chosen = 2 * count - 2
+    leaves_chosen = []
+    for leaf in reversed(is_leaf):                  # level 1 first
+        leaves = int(np.count_nonzero(leaf[:chosen]))
+        leaves_chosen.append(leaves)
+        chosen = 2 * (chosen - leaves)
+    if chosen != 0:
+        raise AssertionError("package-merge: the choice does not close (internal error)")
+    return (np.arange(count)[:, None] < np.array(leaves_chosen)[None, :]).sum(axis=1)
+
+
+def code_lengths(pmf_or_counts, max_length=DEFAULT_MAX_LENGTH):
+    """Optimal code lengths of at most ``max_length`` bits for the given weights.
+
+    ``pmf_or_counts`` is a 1-D array of non-negative finite weights (probabilities or
+    counts, any number of symbols). Returns a ``uint8`` array of the same size: the
+    lengths minimise ``sum(weight * length)`` over all prefix codes with lengths
+    ``1..max_length`` for the symbols of nonzero weight, exactly (integer arithmetic,
+    floats taken at their exact binary values); symbols of zero weight get length 0.
+    A single symbol gets length 1. Ties: see the module doc.
+
+    Raises :class:`HuffmanCodebookError` for unusable weights or when
+    ``2**max_length`` codes cannot hold the symbols of nonzero weight.
+    """
+    weights = _check_weights(pmf_or_counts)
+    max_length = _check_max_length(max_length)
+    present = np.flatnonzero(weights)
+    lengths = np.zeros(weights.size, dtype=np.uint8)
+    count = present.size
+    if count > 1 << max_length:
+        raise HuffmanCodebookError(f"{count} symbols have nonzero weight but max_length "
+                                   f"{max_length} allows only {1 << max_length} codes")
+    if count == 1:
+        lengths[present] = 1
+        return lengths
+    # Ascending weight; among equal weights the larger symbol first, so that it gets
+    # the longer code if one of them must.
+    order = present[np.lexsort((-present, weights[present]))]
+    # No optimal code is deeper than count - 1: a looser limit changes nothing.
+    limit = min(max_length, count - 1)
+    lengths[order] = _package_merge(_exact_integers(weights[order]), limit)
+    return lengths
+
+
+def _check_lengths(lengths, name="lengths"):
+    array = np.asarray(lengths)
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+        raise HuffmanCodebookError(f"{name} must hold integers, not {array.dtype}")
+    if array.ndim != 1:
+        raise HuffmanCodebookError(f"{name} must be one-dimensional, not of shape "
+                                   f"{array.shape}")
+    bad = np.flatnonzero((array < 0) | (array > MAX_CODE_LENGTH))
+    if bad.size:
+        raise HuffmanCodebookError(f"symbol {bad[0]} has length {array[bad[0]]}; lengths "
+                                   f"must be 0 (no code) .. {MAX_CODE_LENGTH}")
+    return array.astype(np.int64)
+
+
+def _kraft_units(lengths, width):
+    """Kraft sum of the nonzero lengths in units of 2**-width (an exact integer)."""
+    used = lengths[lengths > 0]
+    return int(np.sum(np.left_shift(1, width - used, dtype=np.int64)))
+
+
+def _kraft_text(units, width):
+    return f"{units / (1 << width):.10g} (= {units}/2**{width})"
+
+
+def canonical_codes(lengths):
+    """Canonical code words (``uint32``) for code ``lengths`` (0: no code).
+
+    Symbols with a code are taken in (length, symbol) order; the first gets the all-zero
+    word, each next one the previous word plus one, shifted left by the length
+    difference (as in DEFLATE). Symbols of length 0 get 0. Raises
+    :class:`HuffmanCodebookError` if the lengths break the Kraft inequality.
+    """
+    lengths = _check_lengths(lengths)
+    codes = np.zeros(lengths.size, dtype=np.uint32)
+    present = np.flatnonzero(lengths)
+    if not present.size:
+        return codes
+    width = int(lengths.max())
+    units = _kraft_units(lengths, width)
+    if units > 1 << width:
+        raise HuffmanCodebookError(f"the lengths break the Kraft inequality: Kraft sum "
+                                   f"{_kraft_text(units, width)} > 1")
+    order = present[np.lexsort((present, lengths[present]))]
+    spans = np.left_shift(1, width - lengths[order], dtype=np.int64)
+    # Word k, left-aligned to `width` bits, is the sum of the spans before it; every such
+    # span is a multiple of word k's own span, so the shift is exact.
+    starts = np.cumsum(spans) - spans
+    codes[order] = (starts >> (width - lengths[order])).astype(np.uint32)
+    return codes
+
+
+# -- PMFs ------------------------------------------------------------------------------
+
+def smooth_pmf(pmf, smoothing=DEFAULT_SMOOTHING):
+    """``(1 - smoothing) * pmf / sum(pmf) + smoothing / 256`` for 256 weights.
+
+    ``smoothing`` is 0..1; 0 leaves the normalised PMF as it is.
+    """
+    weights = _check_weights(pmf, SYMBOLS)
+    try:
+        smoothing = float(smoothing)
+    except (TypeError, ValueError):
+        raise TypeError(f"smoothing must be a number, not {type(smoothing).__name__}") from None
+    if not 0.0 <= smoothing <= 1.0:
+        raise HuffmanCodebookError(f"smoothing is {smoothing}; it must be 0..1")
+    return (1.0 - smoothing) * _normalised(weights) + smoothing / SYMBOLS
+
+
+def average_pmf(batches):
+    """Average of the normalised PMFs of ``batches`` (uint8 symbol arrays); empty batches
+    are skipped. Returns ``(pmf, batches_used, symbols)``."""
+    pmfs, total = [], 0
+    for batch in batches:
+        symbols = _as_symbols(batch)
+        if symbols.size:
+            pmfs.append(np.bincount(symbols, minlength=SYMBOLS) / symbols.size)
+            total += symbols.size
+    if not pmfs:
+        raise HuffmanCodebookError("no symbols: every batch is empty (or there are none)")
+    # An exactly rounded sum per symbol: the same batches give the same codebook anywhere.
+    pmf = np.array([math.fsum(column) for column in np.array(pmfs).T.tolist()]) / len(pmfs)
+    return pmf, len(pmfs), total
+
+
+# -- codebook --------------------------------------------------------------------------
+
+def _binary(code, length):
+    return f"0b{int(code):0{int(length)}b}"
+
+
+class HuffmanCodebook:
+    """A single-stage Huffman codebook: a prefix code for all 256 symbols.
+
+    ``lengths`` (``uint8[256]``, each ``1..max_length``) and ``codes`` (``uint32[256]``,
+    canonical from the lengths unless given) are read-only arrays; ``max_length`` is the
+    longest length allowed, ``id`` a name both ends of a link agree on (by default
+    ``"hc-"`` and the first 12 hex digits of the SHA-256 of the 256 length bytes
+    followed by the 256 codes as big-endian uint32), ``source`` a JSON-able dict saying
+    how the codebook was made. The object is immutable.
+
+    Checked on construction, raising :class:`HuffmanCodebookError`: every symbol has a
+    code, lengths are in range, codes fit their lengths, the Kraft sum is at most 1 and
+    no code is a prefix of another. A code need not be complete (Kraft sum 1); a frame
+    of an incomplete code can hold bits that start no code word.
+    """
+
+    def __init__(self, lengths, codes=None, *, max_length=DEFAULT_MAX_LENGTH, id=None,
+                 source=None):
+        max_length = _check_max_length(max_length, _MIN_CODEBOOK_LENGTH)
+        lengths = _check_lengths(lengths)
+        if lengths.size != SYMBOLS:
+            raise HuffmanCodebookError(f"a codebook has {SYMBOLS} lengths, one per symbol, "
+                                       f"not {lengths.size}")
+        missing = np.flatnonzero(lengths == 0)
+        if missing.size:
+            raise HuffmanCodebookError(f"symbol {missing[0]} has no code (length 0); every "
+                                       f"symbol needs one")
+        long = np.flatnonzero(lengths > max_length)
+        if long.size:
+            raise HuffmanCodebookError(f"symbol {long[0]} has length {lengths[long[0]]}, "
+                                       f"more than max_length {max_length}")
+        if codes is None:
+            codes = canonical_codes(lengths).astype(np.int64)
+        else:
+            codes = self._check_codes(codes, lengths)
+        self._check_prefix_code(lengths, codes)
+
+        self._lengths = lengths.astype(np.uint8)
+        self._codes = codes.astype(np.uint32)
+        self._lengths.setflags(write=False)
+        self._codes.setflags(write=False)
+        self._max_length = max_length
+        if id is None:
+            digest = hashlib.sha256(self._lengths.tobytes()
+                                    + self._codes.astype(">u4").tobytes()).hexdigest()
+            id = "hc-" + digest[:12]
+        if not isinstance(id, str) or not id:
+            raise HuffmanCodebookError(f"id must be a non-empty string, not {id!r}")
+        self._id = id
+        if source is None:
+            source = {}
+        if not isinstance(source, dict):
+            raise HuffmanCodebookError(f"source must be a dict, not {type(source).__name__}")
+        try:
+            self._source_json = json.dumps(source, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise HuffmanCodebookError(f"source must be JSON-serialisable: {error}") from None
+        self._source = json.loads(self._source_json)
+        self._tables = None
+
+    @staticmethod
+    def _check_codes(codes, lengths):
+        codes = np.asarray(codes)
+        if codes.dtype == np.bool_ or not np.issubdtype(codes.dtype, np.integer):
+            raise HuffmanCodebookError(f"codes must hold integers, not {codes.dtype}")
+        if codes.shape != (SYMBOLS,):
+            raise HuffmanCodebookError(f"a codebook has {SYMBOLS} codes, one per symbol, "
+                                       f"not shape {codes.shape}")
+        bad = np.flatnonzero(codes < 0)
+        if bad.size:
+            raise HuffmanCodebookError(f"symbol {bad[0]} has a negative code ({codes[bad[0]]})")
+        codes = codes.astype(np.int64) if codes.dtype != np.uint64 else codes
+        too_wide = np.flatnonzero((codes >> lengths.astype(codes.dtype)) != 0)
+        if too_wide.size:
+            symbol = too_wide[0]
+            raise HuffmanCodebookError(f"symbol {symbol} has code {int(codes[symbol]):#x}, "
+                                       f"which does not fit in its {lengths[symbol]} bits")
+        return codes.astype(np.int64)
+
+    @staticmethod
+    def _check_prefix_code(lengths, codes):
+        width = int(lengths.max())
+        units = _kraft_units(lengths, width)
+        if units > 1 << width:
+            raise HuffmanCodebookError(f"the code breaks the Kraft inequality: Kraft sum "
+                                       f"{_kraft_text(units, width)} > 1, so some code is "
+                                       f"a prefix of another")
+        # Each code covers the interval [start, start + span) of left-aligned windows;
+        # two such intervals overlap only if one contains the other, i.e. one code is a
+        # prefix of the other. Sorted by (start, length), an overlap shows up between
+        # neighbours.
+        spans = np.left_shift(1, width - lengths)
+        starts = codes << (width - lengths)
+        order = np.lexsort((lengths, starts))
+        overlap = starts[order][1:] < (starts + spans)[order][:-1]
+        if overlap.any():
+            index = int(np.flatnonzero(overlap)[0])
+            first, second = int(order[index]), int(order[index + 1])
+            if lengths[first] == lengths[second]:
+                raise HuffmanCodebookError(
+                    f"prefix property violated: symbols {first} and {second} have the same "
+                    f"code {_binary(codes[first], lengths[first])}")
+            raise HuffmanCodebookError(
+                f"prefix property violated: the code of symbol {first}, "
+                f"{_binary(codes[first], lengths[first])}, is a prefix of the code of "
+                f"symbol {second}, {_binary(codes[second], lengths[second])}")
+
+    # -- building ----------------------------------------------------------------------
+
+    @classmethod
+    def from_pmf(cls, pmf, max_length=DEFAULT_MAX_LENGTH, smoothing=DEFAULT_SMOOTHING, *,
+                 id=None, source=None):
+        """The optimal codebook (lengths <= ``max_length``) for ``pmf`` after smoothing.
+
+        ``pmf``: 256 probabilities or counts. ``smoothing`` (0..1): see
+        :func:`smooth_pmf`; with 0, every symbol must have a nonzero weight. ``source``
+        entries are added to the recorded ``{"built_by", "smoothing"}``.
+        """
+        max_length = _check_max_length(max_length, _MIN_CODEBOOK_LENGTH)
+        smoothed = smooth_pmf(pmf, smoothing)
+        missing = np.flatnonzero(smoothed == 0)
+        if missing.size:
+            raise HuffmanCodebookError(f"symbol {missing[0]} has probability 0 and smoothing "
+                                       f"is 0: every symbol needs a code")
+        info = {"built_by": "from_pmf", "smoothing": float(smoothing)}
+        info.update(source or {})
+        return cls(code_lengths(smoothed, max_length), max_length=max_length, id=id,
+                   source=info)
+
+    @classmethod
+    def from_batches(cls, batches, max_length=DEFAULT_MAX_LENGTH,
+                     smoothing=DEFAULT_SMOOTHING, *, id=None, source=None):
+        """The codebook for the average of the normalised PMFs of ``batches``.
+
+        ``batches``: an iterable of uint8 symbol arrays (earlier traffic); empty ones are
+        skipped. Each batch weighs the same, whatever its size. ``source`` records
+        ``built_by``, ``batches``, ``symbols`` and ``smoothing``.
+        """
+        pmf, used, total = average_pmf(batches)
+        info = {"built_by": "from_batches (average of per-batch PMFs)", "batches": used,
+                "symbols": int(total)}
+        info.update(source or {})
+        return cls.from_pmf(pmf, max_length, smoothing, id=id, source=info)
+
+    # -- properties --------------------------------------------------------------------
+
+    @property
+    def lengths(self):
+        """Code length of each symbol (read-only ``uint8`` array, 256 entries)."""
+        return self._lengths
+
+    @property
+    def codes(self):
+        """Code word of each symbol (read-only ``uint32`` array), ``lengths`` bits long."""
+        return self._codes
+
+    @property
+    def max_length(self):
+        return self._max_length
+
+    @property
+    def id(self):
+        return self._id
+
+    @property
+    def source(self):
+        """How the codebook was made (a copy: the codebook stays immutable)."""
+        return copy.deepcopy(self._source)
+
+    @property
+    def kraft_sum(self):
+        """``sum(2**-length)``: 1 for a complete code."""
+        return _kraft_units(self._lengths.astype(np.int64), MAX_CODE_LENGTH) / (
+            1 << MAX_CODE_LENGTH)
+
+    def __eq__(self, other):
+        """Equal when every field (lengths, codes, max_length, id, source) is."""
+        if not isinstance(other, HuffmanCodebook):
+            return NotImplemented
+        return (self._id == other._id and self._max_length == other._max_length
+                and np.array_equal(self._lengths, other._lengths)
+                and np.array_equal(self._codes, other._codes)
+                and self._source_json == other._source_json)
+
+    def __hash__(self):
+        return hash((self._id, self._lengths.tobytes(), self._codes.tobytes()))
+
+    def __repr__(self):
+        return (f"HuffmanCodebook(id={self._id!r}, max_length={self._max_length}, lengths "
+                f"{int(self._lengths.min())}..{int(self._lengths.max())})")
+
+    def expected_bits(self, pmf):
+        """Expected bits per symbol of this code for ``pmf`` (256 probabilities or counts)."""
+        weights = _normalised(_check_weights(pmf, SYMBOLS))
+        return float(weights @ self._lengths.astype(np.float64))
+
+    # -- frames ------------------------------------------------------------------------
+
+    def encode(self, symbols):
+        """Encode ``symbols`` (uint8 array, any shape, read in C order, or bytes).
+
+        Returns ``(data, nbits)``: the frame's ``ceil(nbits / 8)`` bytes, MSB first,
+        zero-padded (``docs/bitstream.md``).
+        """
+        symbols = _as_symbols(symbols)
+        return pack_codes(np.take(self._codes, symbols), np.take(self._lengths, symbols))
+
+    def _decode_tables(self):
+        """Window look-up tables: for every ``window_bits``-wide window, the length and
+        symbol of the code word it starts with (length 0: none). Built once."""
+        if self._tables is None:
+            window_bits = int(self._lengths.max())
+            lengths = self._lengths.astype(np.int64)
+            spans = np.left_shift(1, window_bits - lengths)
+            starts = self._codes.astype(np.int64) << (window_bits - lengths)
+            order = np.argsort(starts)
+            spans, starts = spans[order], starts[order]
+            # Windows of code k are starts[k] .. starts[k] + spans[k] - 1.
+            covered = np.repeat(starts - (np.cumsum(spans) - spans), spans)
+            covered += np.arange(covered.size)
+            lut_length = np.zeros(1 << window_bits, dtype=np.uint8)
+            lut_symbol = np.zeros(1 << window_bits, dtype=np.uint8)
+            lut_length[covered] = np.repeat(self._lengths[order], spans)
+            lut_symbol[covered] = np.repeat(order.astype(np.uint8), spans)
+            lut_length.setflags(write=False)
+            lut_symbol.setflags(write=False)
+            self._tables = window_bits, lut_length, lut_symbol
+        return self._tables
+
+    def decode(self, data, nbits):
+        """Decode a frame of ``nbits`` bits held in ``data`` (bytes-like or uint8 array).
+
+        Bits of ``data`` past ``nbits`` are ignored. Returns the symbols (uint8 array).
+        Raises :class:`HuffmanInvalidCodeError` (bits that start no code word: only with
+        an incomplete code), :class:`HuffmanTruncatedStreamError` (the last code word
+        runs past ``nbits``) or :class:`HuffmanDecodeError` (``nbits`` negative or past
+        the data), all naming the bit position.
+        """
+        window_bits, lut_length, lut_symbol = self._decode_tables()
+        try:
+            return decode_prefix(data, nbits, window_bits, lut_length, lut_symbol)
+        except InvalidCodeError as error:
+            raise HuffmanInvalidCodeError(
+                f"invalid code at bit {error.bit}: the {window_bits} bits from there, "
+                f"{_binary(error.window, window_bits)}, start no code word of codebook "
+                f"{self._id}", bit=error.bit, window=error.window) from None
+        except TruncatedStreamError as error:
+            left = error.nbits - error.bit
+            raise HuffmanTruncatedStreamError(
+                f"truncated stream: code at bit {error.bit} needs {error.length} bits but "
+                f"the frame ends at bit {error.nbits} ({left} bits left: "
+                f"{_binary(error.window >> (window_bits - left), left)})",
+                bit=error.bit, length=error.length, nbits=error.nbits,
+                window=error.window) from None
+        except BitstreamError as error:
+            raise HuffmanDecodeError(str(error), bit=error.bit) from None
+
+    # -- files -------------------------------------------------------------------------
+
+    def to_json(self):
+        """The codebook file's text (``docs/huffman.md``): keys in a fixed order, the
+        256 lengths and codes on one line each."""
+        fields = {"format": FORMAT, "version": VERSION, "id": self._id,
+                  "max_length": self._max_length, "lengths": self._lengths.tolist(),
+                  "codes": self._codes.tolist()}
+        lines = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in fields.items()]
+        lines.append(f'  "source": {self._source_json}')
+        return "{\n" + ",\n".join(lines) + "\n}\n"
+
+    def save(self, path):
+        """Write :meth:`to_json` to ``path``."""
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(self.to_json())
+
+    @classmethod
+    def from_json(cls, text):
+        """Read a codebook file's text; a bad file raises :class:`HuffmanCodebookError`
+        naming the problem."""
+        try:
+            fields = json.loads(text)
+        except (TypeError, ValueError) as error:
+            raise HuffmanCodebookError(f"not a codebook file: not JSON ({error})") from None
+        if not isinstance(fields, dict):
+            raise HuffmanCodebookError(f"not a codebook file: a JSON object was expected, "
+                                       f"not {type(fields).__name__}")
+        if fields.get("format") != FORMAT:
+            raise HuffmanCodebookError(f"not a codebook file: format is "
+                                       f"{fields.get('format')!r}, not {FORMAT!r}")
+        if fields.get("version") != VERSION or type(fields.get("version")) is not int:
+            raise HuffmanCodebookError(f"unsupported codebook version "
+                                       f"{fields.get('version')!r}: this reader knows "
+                                       f"version {VERSION}")
+        missing = [key for key in _JSON_KEYS if key not in fields]
+        if missing:
+            raise HuffmanCodebookError(f"codebook file lacks {', '.join(map(repr, missing))}")
+        unknown = [key for key in fields if key not in _JSON_KEYS]
+        if unknown:
+            raise HuffmanCodebookError(f"codebook file has unknown "
+                                       f"{', '.join(map(repr, unknown))}")
+        if type(fields["max_length"]) is not int:
+            raise HuffmanCodebookError(f"max_length must be an integer, not "
+                                       f"{fields['max_length']!r}")
+        for key in ("lengths", "codes"):
+            values = fields[key]
+            if not isinstance(values, list):
+                raise HuffmanCodebookError(f"{key} must be a list of {SYMBOLS} integers, "
+                                           f"not {type(values).__name__}")
+            if len(values) != SYMBOLS:
+                raise HuffmanCodebookError(f"{key} has {len(values)} entries, not {SYMBOLS}")
+            wrong = [index for index, value in enumerate(values) if type(value) is not int]
+            if wrong:
+                raise HuffmanCodebookError(f"{key}[{wrong[0]}] is {values[wrong[0]]!r}, not "
+                                           f"an integer")
+        lengths = np.array(fields["lengths"], dtype=object)
+        codes = np.array(fields["codes"], dtype=object)
+        max_length = fields["max_length"]
+        # Range checks before the arrays become int64 (and name the limits of the file).
+        _check_max_length(max_length, _MIN_CODEBOOK_LENGTH)
+        missing = np.flatnonzero(lengths == 0)
+        if missing.size:
+            raise HuffmanCodebookError(f"symbol {missing[0]} has no code (length 0); every "
+                                       f"symbol needs one")
+        bad = np.flatnonzero((lengths < 1) | (lengths > max_length))
+        if bad.size:
+            raise HuffmanCodebookError(f"symbol {bad[0]} has length {lengths[bad[0]]}, "
+                                       f"outside 1..max_length = {max_length}")
+        bad = np.flatnonzero((codes < 0) | (codes >= 1 << MAX_CODE_LENGTH))
+        if bad.size:
+            symbol = bad[0]
+            raise HuffmanCodebookError(f"symbol {symbol} has code {codes[symbol]}, which "
+                                       f"does not fit in its {lengths[symbol]} bits")
+        return cls(lengths.astype(np.int64), codes.astype(np.int64), max_length=max_length,
+                   id=fields["id"], source=fields["source"])
+
+    @classmethod
+    def load(cls, path):
+        """Read a codebook file; errors name the file."""
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+        try:
+            return cls.from_json(text)
+        except HuffmanCodebookError as error:
+            raise HuffmanCodebookError(f"{path}: {error}") from None
+
+
+# -- baselines -------------------------------------------------------------------------
+
+def _histogram(symbols):
+    symbols = _as_symbols(symbols)
+    if not symbols.size:
+        raise HuffmanCodebookError("no symbols: bits per symbol of an empty shard is "
+                                   "undefined")
+    return np.bincount(symbols, minlength=SYMBOLS), symbols.size
+
+
+def per_shard_huffman_bits(symbols, max_length=DEFAULT_MAX_LENGTH):
+    """Bits per symbol of an optimal code (lengths <= ``max_length``) built from the
+    shard's own histogram: the two-pass baseline, codebook transfer not counted."""
+    counts, size = _histogram(symbols)
+    lengths = code_lengths(counts, max_length)
+    return float(counts @ lengths.astype(np.int64)) / size
+
+
+def shannon_bits(symbols):
+    """Order-0 entropy of the shard's own PMF, in bits per symbol."""
+    counts, size = _histogram(symbols)
+    p = counts[counts > 0] / size
+    return float(-(p * np.log2(p)).sum())
