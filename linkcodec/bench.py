@@ -21,7 +21,7 @@ import zlib
 
 import numpy as np
 
-from .cli import bundled_files
+from .cli import bundled_files, tensor_kind
 
 __all__ = ["add_arguments", "run"]
 
@@ -112,7 +112,7 @@ def golden_rows(repeats=3):
     from .golden.qlc import QlcCode
 
     symbols = np.concatenate([np.load(path).reshape(-1) for path in bundled_files()
-                              if path.stem.endswith("_act")])
+                              if tensor_kind(path).endswith("_act")])
     counts = np.bincount(symbols, minlength=256)
     megabytes = symbols.size / 1e6
     raw = symbols.tobytes()
