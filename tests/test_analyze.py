@@ -1,0 +1,150 @@
+"""``linkcodec analyze`` and ``linkcodec codebook build``: figures against known answers."""
+
+import json
+import struct
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from linkcodec.analyze import METRICS, analyze_shards
+from linkcodec.cli import bundled_files, main
+from linkcodec.golden.exponent import encode as remap_encode, split, table_from_tensor_sigma
+from linkcodec.golden.huffman import HuffmanCodebook, per_shard_huffman_bits
+from linkcodec.golden.qlc import QlcCode, QlcLayout
+from linkcodec.inputs import read_shards
+
+
+def run_json(capsys, *argv):
+    assert main(["analyze", "--json", *argv]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def write_safetensors(path, tensors):
+    """A minimal .safetensors writer (header length, JSON header, raw little-endian data)."""
+    header, blobs, offset = {}, [], 0
+    for name, (dtype, array) in tensors.items():
+        raw = np.ascontiguousarray(array).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def test_json_shape_and_known_answers(capsys):
+    files = bundled_files("ffn1_act", layers=[2])
+    report = run_json(capsys, *map(str, files))
+    assert set(report) == {"files", "total"}
+    assert len(report["files"]) == 4
+    shards = [np.load(path).reshape(-1) for path in files]
+    for index, (row, symbols) in enumerate(zip(report["files"], shards)):
+        assert row["file"] == str(files[index]) and row["tensor"] == files[index].stem
+        assert set(METRICS) | {"kl_to_average"} <= set(row)
+        counts = np.bincount(symbols, minlength=256)
+        p = counts[counts > 0] / symbols.size
+        assert row["shannon"] == pytest.approx(1 + (p * np.log2(p)).sum() / 8)
+        assert row["huffman"] == pytest.approx(1 - per_shard_huffman_bits(symbols) / 8)
+        # Leave-one-out: the codebook comes from the average PMF of the other files.
+        others = [np.bincount(s, minlength=256) / s.size
+                  for j, s in enumerate(shards) if j != index]
+        book = HuffmanCodebook.from_pmf(np.mean(others, axis=0))
+        assert row["huffman_fixed"] == pytest.approx(
+            1 - book.lengths[symbols].astype(int).sum() / symbols.size / 8)
+        base = QlcCode.from_pmf(counts, layout=QlcLayout.base())
+        assert row["qlc_base"] == pytest.approx(
+            1 - base.length_of[symbols].astype(int).mean() / 8)
+        assert row["qlc_optimal"] >= row["qlc_base"]
+        assert row["shannon"] >= row["huffman"] >= row["huffman_fixed"] - 0.01
+        assert row["exponent_remap"] is None and row["zstd"] > 0 and row["zlib"] > 0
+    sizes = [row["symbols"] for row in report["files"]]
+    assert report["total"]["symbols"] == sum(sizes)
+    assert report["total"]["huffman"] == pytest.approx(
+        np.average([row["huffman"] for row in report["files"]], weights=sizes))
+
+
+def test_fixed_codebook_tracks_per_shard_huffman_on_stable_activations(capsys):
+    """The single-stage claim on real data: where a tensor's scale is stable between steps
+    (all ffn1_act layers), earlier steps' codebook is within 0.5 points of per-shard."""
+    for layer in range(6):
+        report = run_json(capsys, *map(str, bundled_files("ffn1_act", layers=[layer])))
+        for row in report["files"]:
+            assert row["huffman"] - row["huffman_fixed"] < 0.005, row
+
+
+def test_bf16_safetensors_shards(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    weights = (rng.standard_normal((64, 64)) * 0.02).astype(ml_dtypes.bfloat16)
+    grads = (rng.standard_normal(3000) * 1e-4).astype(np.float32)
+    path = tmp_path / "model.safetensors"
+    write_safetensors(path, {"w": ("BF16", weights.view(np.uint16)), "g": ("F32", grads)})
+    report = run_json(capsys, "--format", "bf16", str(path))
+    rows = {row["tensor"]: row for row in report["files"]}
+    assert set(rows) == {"w", "g"} and all(row["format"] == "bf16" for row in rows.values())
+    w = rows["w"]
+    bits = weights.view(np.uint16).reshape(-1)
+    remap = remap_encode(bits, table_from_tensor_sigma(weights.reshape(-1)))
+    assert w["exponent_remap"] == pytest.approx(1 - remap.bits_per_value() / 16)
+    assert w["exponent_huffman"] == pytest.approx(
+        1 - (8 + per_shard_huffman_bits(split(bits)[1])) / 16)
+    assert w["qlc_base"] is None and 0.2 < w["exponent_remap"] < 0.35
+    assert rows["g"]["symbols"] == 3000
+
+
+def test_uint16_npy_is_bf16_and_float_casts_by_format(tmp_path):
+    values = np.linspace(-3, 3, 1000, dtype=np.float32)
+    np.save(tmp_path / "bits.npy", values.astype(ml_dtypes.bfloat16).view(np.uint16))
+    np.save(tmp_path / "floats.npy", values)
+    shards = read_shards([tmp_path / "bits.npy", tmp_path / "floats.npy"], format="bf16")
+    assert [s.format for s in shards] == ["bf16", "bf16"]
+    assert np.array_equal(shards[0].symbols, shards[1].symbols)
+    (e4m3,) = read_shards([tmp_path / "floats.npy"])
+    assert e4m3.format == "e4m3" and e4m3.symbols.dtype == np.uint8
+
+
+def test_codebook_build_then_analyze_with_it(tmp_path, capsys):
+    earlier = bundled_files("ffn2_act", layers=[3], steps=[0, 1, 2])
+    later = bundled_files("ffn2_act", layers=[3], steps=[3])
+    book_path = tmp_path / "book.json"
+    assert main(["codebook", "build", "--from", *map(str, earlier), "-o", str(book_path)]) == 0
+    capsys.readouterr()
+    book = HuffmanCodebook.load(book_path)
+    expected = HuffmanCodebook.from_batches([np.load(p).reshape(-1) for p in earlier])
+    assert np.array_equal(book.lengths, expected.lengths) and book.id == expected.id
+    report = run_json(capsys, "--codebook", str(book_path), str(later[0]))
+    (row,) = report["files"]
+    symbols = np.load(later[0]).reshape(-1)
+    assert row["huffman_fixed"] == pytest.approx(
+        1 - book.lengths[symbols].astype(int).mean() / 8)
+    assert row["huffman"] - row["huffman_fixed"] < 0.005
+
+
+def test_plot_writes_a_png(tmp_path, capsys):
+    png = tmp_path / "pmf.png"
+    assert main(["analyze", "--plot", str(png),
+                 *map(str, bundled_files("ffn1_act", layers=[0], steps=[0, 1]))]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "plot written" in capsys.readouterr().out
+
+
+def test_bad_inputs_get_clear_errors(tmp_path, capsys):
+    np.save(tmp_path / "ints.npy", np.arange(4, dtype=np.int32))
+    assert main(["analyze", str(tmp_path / "ints.npy")]) == 2
+    assert "neither uint8" in capsys.readouterr().err
+    (tmp_path / "bad.safetensors").write_bytes(b"\xff" * 8 + b"{}")
+    assert main(["analyze", str(tmp_path / "bad.safetensors")]) == 2
+    assert "runs past the file's end" in capsys.readouterr().err
+    (tmp_path / "book.json").write_text(json.dumps({"format": "something-else"}))
+    assert main(["analyze", "--codebook", str(tmp_path / "book.json"),
+                 str(bundled_files()[0])]) == 2
+    assert "format" in capsys.readouterr().err
+    assert main(["analyze", str(tmp_path / "missing.npy")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_single_file_has_no_leave_one_out():
+    (shard,) = read_shards(bundled_files("ffn1_act", layers=[0], steps=[0]))
+    rows, total = analyze_shards([shard])
+    assert rows[0]["huffman_fixed"] is None and rows[0]["kl_to_average"] is None
+    assert total["huffman_fixed"] is None
