@@ -509,7 +509,10 @@ def optimal_layout(pmf, max_lengths=4):
 
     ``pmf``: 256 probabilities or counts; symbols are ranked by :func:`rank_table`. The
     layout has 8 areas with suffix widths 0..8 and at most ``max_lengths`` distinct code
-    lengths among its non-empty areas; empty areas get width 0. Returns
+    lengths among its non-empty areas. The search is exact (and so are its sums for
+    counts, which stay integral). Among equally good layouts it takes the fewest distinct
+    widths, then the fewest areas (empty areas come last, with width 0), then the
+    fullest and narrowest areas from the last one back. Returns
     ``(layout, expected_bits_per_symbol)``.
     """
     weights = _check_pmf(pmf)

@@ -165,7 +165,7 @@ def test_decode_truncated():
 
 def test_decode_invalid_code():
     # Code 0 -> "0", 1 -> "10"; windows starting "11" are no code word.
-    window_bits, codes, lengths, lut_length, lut_symbol = 2, *prefix_code([1, 2], 2)
+    _, _, lut_length, lut_symbol = prefix_code([1, 2], 2)
     with pytest.raises(InvalidCodeError, match="invalid code at bit 3: the 2 bits from there, "
                                                "0b11, start no code word") as caught:
         decode_prefix(b"\x58", 6, 2, lut_length, lut_symbol)  # "0" "10" "11" "0"
@@ -268,7 +268,7 @@ def test_periodic_frame_takes_the_exact_path(small_chunks):
     window_bits, codes, lengths, lut_length, lut_symbol = 5, *prefix_code([3, 5, 5, 5], 5)
     symbols = [0, 1] * 300
     frame, nbits = pack_codes(codes[symbols], lengths[symbols])
-    assert decode_prefix(frame, nbits, 5, lut_length, lut_symbol).tolist() == symbols
+    assert decode_prefix(frame, nbits, window_bits, lut_length, lut_symbol).tolist() == symbols
     assert small_chunks, "the speculative decoder should have given up on this frame"
 
 
@@ -281,10 +281,11 @@ def test_long_frames_round_trip():
                np.resize([0, 9, 9, 4], 100_000), np.minimum(rng.geometric(0.3, 200_000) - 1, 9)]
     for symbols in streams:
         frame, nbits = pack_codes(codes[symbols], lengths[symbols])
-        assert np.array_equal(decode_prefix(frame, nbits, 11, lut_length, lut_symbol), symbols)
+        decoded = decode_prefix(frame, nbits, window_bits, lut_length, lut_symbol)
+        assert np.array_equal(decoded, symbols)
         # Cut inside the last code: truncated, at the last code's start.
         with pytest.raises(TruncatedStreamError) as caught:
-            decode_prefix(frame, nbits - 1, 11, lut_length, lut_symbol)
+            decode_prefix(frame, nbits - 1, window_bits, lut_length, lut_symbol)
         assert caught.value.bit == nbits - lengths[symbols[-1]]
 
 
@@ -296,4 +297,4 @@ def test_invalid_code_deep_in_a_long_frame():
     head_bits = int(lengths[symbols].sum())
     frame, nbits = pack_codes(np.append(codes[symbols], 0b1111), np.append(lengths[symbols], 4))
     with pytest.raises(InvalidCodeError, match=f"invalid code at bit {head_bits}:"):
-        decode_prefix(frame, nbits, 4, lut_length, lut_symbol)
+        decode_prefix(frame, nbits, window_bits, lut_length, lut_symbol)
