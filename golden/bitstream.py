@@ -35,6 +35,7 @@ __all__ = [
     "TruncatedStreamError",
     "InvalidCodeError",
     "pack_codes",
+    "SymbolEncoder",
     "decode_prefix",
 ]
 
@@ -235,6 +236,63 @@ class _BitWriter:
         """``(data, nbits)`` of the frame written so far."""
         nbytes = (self.nbits + 7) // 8
         return self.words[: nbytes // 4 + 1].astype(">u4").tobytes()[:nbytes], self.nbits
+
+
+class SymbolEncoder:
+    """Encodes byte symbols through a 256-entry code table, two symbols at a time.
+
+    ``codes[s]`` / ``lengths[s]`` are symbol ``s``'s code word and its length (1..16
+    bits, so a pair of codes fits one :class:`_BitWriter` piece). Long inputs go through
+    a 65,536-entry table of joined pairs, built on first use: half the pieces, and the
+    look-up replaces the per-symbol shifts. The frame is the one :func:`pack_codes`
+    makes from the same codes.
+    """
+
+    PAIRS_FROM = 4096      # shorter inputs do not repay building the pair table
+    _BLOCK = 1 << 16       # even, so pairs stay whole within a block
+
+    def __init__(self, codes, lengths):
+        lengths = _as_int_array(lengths, "lengths").astype(np.uint64)
+        codes = _as_int_array(codes, "codes").astype(np.uint64)
+        if codes.shape != (256,) or lengths.shape != (256,):
+            raise ValueError("a symbol encoder takes 256 codes and 256 lengths")
+        if int(lengths.min()) < 1 or int(lengths.max()) > 16:
+            raise ValueError("symbol encoder code lengths must be 1..16")
+        if np.any(codes >> lengths):
+            raise ValueError("a code does not fit its length")
+        self._lengths = lengths
+        self._aligned = codes << (np.uint64(64) - lengths)    # first bit in bit 63
+        self._longest = int(lengths.max())
+        self._pair_tables = None
+
+    def _pairs(self):
+        if self._pair_tables is None:
+            aligned = (self._aligned[:, None]
+                       | (self._aligned[None, :] >> self._lengths[:, None])).reshape(-1)
+            self._pair_tables = (aligned, (self._lengths[:, None]
+                                           + self._lengths[None, :]).reshape(-1))
+        return self._pair_tables
+
+    def encode(self, symbols):
+        """``(data, nbits)`` of the frame of ``symbols`` (a flat uint8 array)."""
+        if symbols.size == 0:
+            return b"", 0
+        writer = _BitWriter(int(symbols.size) * self._longest)
+        if symbols.size < self.PAIRS_FROM:
+            writer.write(self._aligned[symbols], self._lengths[symbols])
+            return writer.getvalue()
+        pair_aligned, pair_length = self._pairs()
+        for first in range(0, symbols.size, self._BLOCK):
+            block = symbols[first:first + self._BLOCK]
+            pairs = block.size // 2
+            index = block[0:2 * pairs:2].astype(np.uint16)
+            index <<= 8
+            index |= block[1::2]
+            writer.write(np.take(pair_aligned, index), np.take(pair_length, index))
+        if symbols.size % 2:
+            last = symbols[-1:]
+            writer.write(self._aligned[last], self._lengths[last])
+        return writer.getvalue()
 
 
 # -- decoding --------------------------------------------------------------------------

@@ -49,7 +49,7 @@ import operator
 import numpy as np
 
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
-                        TruncatedStreamError, decode_prefix, pack_codes)
+                        SymbolEncoder, TruncatedStreamError, decode_prefix, pack_codes)
 
 __all__ = [
     "SYMBOLS",
@@ -409,6 +409,7 @@ class HuffmanCodebook:
             raise HuffmanCodebookError(f"source must be JSON-serialisable: {error}") from None
         self._source = json.loads(self._source_json)
         self._tables = None
+        self._encoder = None          # the pair-table encoder, built on first use
 
     @staticmethod
     def _check_codes(codes, lengths):
@@ -555,6 +556,10 @@ class HuffmanCodebook:
         zero-padded (``docs/bitstream.md``).
         """
         symbols = _as_symbols(symbols)
+        if int(self._lengths.max()) <= 16 and int(self._lengths.min()) >= 1:
+            if self._encoder is None:
+                self._encoder = SymbolEncoder(self._codes, self._lengths)
+            return self._encoder.encode(symbols)
         return pack_codes(np.take(self._codes, symbols), np.take(self._lengths, symbols))
 
     def _decode_tables(self):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bitstream import (BitstreamError, InvalidCodeError, TruncatedStreamError, _BitWriter,
+from .bitstream import (BitstreamError, InvalidCodeError, TruncatedStreamError, SymbolEncoder,
                         decode_prefix)
 
 __all__ = [
@@ -53,11 +53,6 @@ PREFIX_BITS = 3
 MAX_SUFFIX_BITS = 8
 #: Number of symbols (e4m3 bit patterns).
 SYMBOLS = 256
-
-# Inputs shorter than this are encoded a symbol at a time rather than through the
-# 65536-entry table of symbol pairs, which is built on first use.
-_PAIR_TABLE_FROM = 4096
-_BLOCK = 1 << 16
 
 
 class QlcLayoutError(ValueError):
@@ -283,9 +278,7 @@ class QlcCode:
         code_of.setflags(write=False)
         length_of.setflags(write=False)
         self._code_of, self._length_of = code_of, length_of
-        # Codes in the top of a uint64, as the bit writer takes them.
-        self._aligned_of = code_of.astype(np.uint64) << (64 - length_of.astype(np.uint64))
-        self._pair_tables = None
+        self._encoder = SymbolEncoder(code_of, length_of)
 
         # Decode tables over windows of the longest code: length 0 marks invalid codes.
         window_bits = layout.max_code_length
@@ -357,31 +350,7 @@ class QlcCode:
         symbols = _as_symbols(symbols)
         if symbols.size == 0:
             return b"", 0
-        writer = _BitWriter(int(symbols.size) * self._layout.max_code_length)
-        if symbols.size < _PAIR_TABLE_FROM:
-            writer.write(self._aligned_of[symbols], self._length_of[symbols].astype(np.uint64))
-            return writer.getvalue()
-        pair_aligned, pair_length = self._pairs()
-        for first in range(0, symbols.size, _BLOCK):  # _BLOCK is even: pairs stay whole
-            block = symbols[first:first + _BLOCK]
-            pairs = block.size // 2
-            index = block[0:2 * pairs:2].astype(np.uint16)
-            index <<= 8
-            index |= block[1::2]
-            writer.write(np.take(pair_aligned, index), np.take(pair_length, index))
-        if symbols.size % 2:
-            last = symbols[-1:]
-            writer.write(self._aligned_of[last], self._length_of[last].astype(np.uint64))
-        return writer.getvalue()
-
-    def _pairs(self):
-        """Tables over symbol pairs ``(first << 8) | second``: joined code and length."""
-        if self._pair_tables is None:
-            lengths = self._length_of.astype(np.uint64)
-            aligned = (self._aligned_of[:, None]
-                       | (self._aligned_of[None, :] >> lengths[:, None])).reshape(-1)
-            self._pair_tables = aligned, (lengths[:, None] + lengths[None, :]).reshape(-1)
-        return self._pair_tables
+        return self._encoder.encode(symbols)
 
     def decode(self, data, nbits):
         """Decode a frame of ``nbits`` bits held in ``data`` (bytes-like or uint8 array).

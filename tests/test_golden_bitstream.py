@@ -298,3 +298,25 @@ def test_invalid_code_deep_in_a_long_frame():
     frame, nbits = pack_codes(np.append(codes[symbols], 0b1111), np.append(lengths[symbols], 4))
     with pytest.raises(InvalidCodeError, match=f"invalid code at bit {head_bits}:"):
         decode_prefix(frame, nbits, window_bits, lut_length, lut_symbol)
+
+
+@pytest.mark.parametrize("count", [0, 1, 7, 4095, 4096, 4097, 70001])
+def test_symbol_encoder_matches_pack_codes(count):
+    """The pair-table encoder makes exactly the frame pack_codes makes, odd tails included."""
+    from linkcodec.golden.bitstream import SymbolEncoder
+
+    rng = np.random.default_rng(count)
+    lengths = rng.integers(1, 17, 256)
+    codes = rng.integers(0, 1 << 16, 256) & ((1 << lengths) - 1)
+    symbols = rng.integers(0, 256, count).astype(np.uint8)
+    assert SymbolEncoder(codes, lengths).encode(symbols) == pack_codes(codes[symbols],
+                                                                       lengths[symbols])
+
+
+def test_symbol_encoder_refuses_bad_tables():
+    from linkcodec.golden.bitstream import SymbolEncoder
+
+    with pytest.raises(ValueError, match="1..16"):
+        SymbolEncoder(np.zeros(256, int), np.full(256, 17))
+    with pytest.raises(ValueError, match="does not fit"):
+        SymbolEncoder(np.full(256, 4), np.full(256, 2))
