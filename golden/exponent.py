@@ -40,11 +40,12 @@ Errors: :class:`ExponentFormatError` (input that is not bf16), :class:`ExponentT
 
 import math
 import numbers
-import operator
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
+
+from .bitstream import _as_index as _as_int
 
 __all__ = [
     "TABLE_SIZE",
@@ -149,15 +150,6 @@ def exponent_histogram(bits):
 
 
 # -- tables ----------------------------------------------------------------------------
-
-def _as_int(value, name):
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, not a bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
-
 
 @dataclass(frozen=True)
 class ExponentTable:

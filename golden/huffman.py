@@ -44,10 +44,10 @@ import copy
 import hashlib
 import json
 import math
-import operator
 
 import numpy as np
 
+from .bitstream import _as_index as _as_int
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
                         SymbolEncoder, TruncatedStreamError, decode_prefix, pack_codes)
 
@@ -112,15 +112,6 @@ class HuffmanTruncatedStreamError(HuffmanDecodeError, TruncatedStreamError):
 
 
 # -- input checks ----------------------------------------------------------------------
-
-def _as_int(value, name):
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, not a bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
-
 
 def _check_max_length(max_length, smallest=1):
     max_length = _as_int(max_length, "max_length")

@@ -21,11 +21,11 @@ either family.
 """
 
 import itertools
-import operator
 from dataclasses import dataclass
 
 import numpy as np
 
+from .bitstream import _as_index as _as_int
 from .bitstream import (BitstreamError, InvalidCodeError, TruncatedStreamError, SymbolEncoder,
                         decode_prefix)
 
@@ -76,15 +76,6 @@ class QlcTruncatedStreamError(QlcDecodeError, TruncatedStreamError):
 
 
 # -- input checks ----------------------------------------------------------------------
-
-def _as_int(value, name):
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, not a bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
-
 
 def _check_pmf(pmf):
     """``pmf`` as a float64 array of 256 non-negative finite weights, not all zero.
