@@ -59,3 +59,18 @@ def test_bundled_sample_is_real_and_small():
     assert kinds == {"ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"}
     for path in files:
         assert np.load(path).dtype == np.uint8
+
+
+@pytest.mark.xdist_group("qlc-encoder-1")
+def test_sim_ranks_by_a_codebook(tmp_path, capsys):
+    """``--codebook`` ranks symbols by code length; the block stays bit-exact."""
+    earlier = bundled_files("ffn1_act", layers=[4], steps=[0, 1])
+    book = tmp_path / "book.json"
+    assert main(["codebook", "build", "--from", *map(str, earlier), "-o", str(book)]) == 0
+    symbols = np.load(bundled_files("ffn1_act", layers=[4], steps=[2])[0]).reshape(-1)[:800]
+    path = tmp_path / "later.npy"
+    np.save(path, symbols)
+    capsys.readouterr()
+    assert main(["sim", "qlc-encoder", "--codebook", str(book), "--json", str(path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["bit_exact"] is True and report["symbols"] == 800
