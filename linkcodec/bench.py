@@ -8,6 +8,8 @@ Sections:
 - ``--golden``: speed of the golden encoders and decoders on one core, MB/s of symbols,
   side by side with zstd and zlib on the same data in the same run;
 - ``--taco``: the TACO front end's reconstruction error and output entropy;
+- ``--single-stage``: each activation tensor's step 3 coded with a codebook from its
+  steps 0-2, and with one from the other layers, against per-shard Huffman;
 - ``--analyze``: ``linkcodec analyze`` on each (layer, kind) group of bundled tensors,
   whose 4 files are 4 consecutive training steps: the fixed codebook of each step comes
   from the other steps (leave-one-out).
@@ -35,6 +37,8 @@ def add_arguments(parser):
                         help="golden QLC/Huffman encode and decode speed vs zstd and zlib")
     parser.add_argument("--taco", action="store_true",
                         help="TACO reconstruction error and output entropy")
+    parser.add_argument("--single-stage", dest="single_stage", action="store_true",
+                        help="single-stage Huffman from earlier steps vs per-shard")
     parser.add_argument("--analyze", action="store_true",
                         help="analyze every (layer, kind) group of bundled tensors")
     parser.add_argument("--lanes", type=int, nargs="+", default=[1, 2, 4, 8])
@@ -58,6 +62,40 @@ def hardware_rows(lanes_list, *, kind="ffn2_act", layer=3):
                 "cycles": result["cycles"],
                 "symbols_per_cycle": round(result["symbols_per_cycle"], 4),
                 "bit_exact": result["bit_exact"],
+            })
+    return rows
+
+
+def single_stage_rows():
+    """Per activation tensor: step 3 under per-shard Huffman, a codebook from steps 0-2
+    of the same tensor, and one from the other five layers at step 3. Every fixed-code
+    frame is encoded and decoded; its bits are the true frame length."""
+    from .golden.huffman import (HuffmanCodebook, average_pmf, per_shard_huffman_bits,
+                                 shannon_bits)
+
+    def fixed(book, symbols):
+        data, nbits = book.encode(symbols)
+        if not np.array_equal(book.decode(data, nbits), symbols):
+            raise RuntimeError("a fixed-codebook frame did not round-trip")
+        return nbits / symbols.size
+
+    rows = []
+    for kind in ("ffn1_act", "ffn2_act"):
+        for layer in range(6):
+            steps = [np.load(p).reshape(-1) for p in bundled_files(kind, layers=[layer])]
+            late = steps[3]
+            others = [np.load(p).reshape(-1) for p in bundled_files(kind, steps=[3])
+                      if f"_l{layer}_" not in p.name]
+            pmf, _, _ = average_pmf(steps[:3])
+            rows.append({
+                "kind": kind, "layer": layer,
+                "shannon": 1 - shannon_bits(late) / 8,
+                "huffman": 1 - per_shard_huffman_bits(late) / 8,
+                "fixed_earlier_steps": 1 - fixed(HuffmanCodebook.from_batches(steps[:3]),
+                                                 late) / 8,
+                "unseen_percent": 100 * float(np.isin(late, np.flatnonzero(pmf == 0)).mean()),
+                "fixed_other_layers": 1 - fixed(HuffmanCodebook.from_batches(others),
+                                                late) / 8,
             })
     return rows
 
@@ -179,8 +217,21 @@ def run(args):
     from .report import class_table, format_table
 
     everything = not (args.compression or args.hardware or args.golden or args.taco
-                      or args.analyze)
+                      or args.analyze or args.single_stage)
     report = {}
+    if args.single_stage or everything:
+        rows = single_stage_rows()
+        report["single_stage"] = rows
+        if not args.json:
+            print("## Single-stage Huffman on step 3 (`linkcodec bench --single-stage`)\n")
+            print("| kind | layer | Shannon | per-shard Huffman | fixed, from steps 0-2 | "
+                  "step-3 symbols unseen in steps 0-2 (%) | fixed, from the other 5 layers |")
+            print("|---|---:|---:|---:|---:|---:|---:|")
+            for row in rows:
+                print(f"| {row['kind']} | {row['layer']} | {100 * row['shannon']:.2f} | "
+                      f"{100 * row['huffman']:.2f} | {100 * row['fixed_earlier_steps']:.2f} | "
+                      f"{row['unseen_percent']:.2f} | {100 * row['fixed_other_layers']:.2f} |")
+            print()
     if args.analyze or everything:
         rows = analyze_rows()
         report["analyze"] = rows
