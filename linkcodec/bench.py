@@ -279,7 +279,6 @@ def run(args):
                     ("shannon", "huffman", "huffman_fixed", "qlc_base", "qlc_optimal"))
                     + " |")
             print()
-    report = {}
     if args.compression or everything:
         rows = class_table()
         report["compression"] = [

@@ -1,0 +1,25 @@
+"""``linkcodec bench``: the sections whose figures the docs quote run and say true things."""
+
+import json
+
+from linkcodec.bench import single_stage_rows
+from linkcodec.cli import main
+
+
+def test_single_stage_rows_order_and_claim():
+    rows = single_stage_rows()
+    assert [(row["kind"], row["layer"]) for row in rows][:2] == [("ffn1_act", 0), ("ffn1_act", 1)]
+    for row in rows:
+        assert row["shannon"] >= row["huffman"] >= row["fixed_earlier_steps"] - 1e-3
+        if row["kind"] == "ffn1_act":        # a stable scale: within 0.5 points
+            assert row["huffman"] - row["fixed_earlier_steps"] < 0.005
+
+
+def test_bench_golden_json(capsys):
+    assert main(["bench", "--golden", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    codecs = [row["codec"] for row in report["golden"]]
+    assert codecs[:2] == ["qlc (golden)", "huffman (golden)"] and "zstd -19" in codecs
+    for row in report["golden"]:
+        assert row["encode_mb_s"] > 0 and row["decode_mb_s"] > 0
+        assert 0 < row["bits_per_symbol"] < 8
