@@ -66,6 +66,9 @@ __all__ = [
     "encode",
     "decode",
     "unpack_codes",
+    "HuffmanExponentFrame",
+    "huffman_encode",
+    "huffman_decode",
 ]
 
 #: Exponents a table maps to codes 1..7.
@@ -473,3 +476,68 @@ def decode(frame, table):
     exponent = np.take(table.exponent_of_code, codes)
     exponent[escaped] = escapes
     return join(sign_mantissa, exponent).reshape(shape)
+
+
+# -- DFloat11-style alternative: Huffman on the exponent byte ------------------------------
+
+@dataclass(frozen=True)
+class HuffmanExponentFrame:
+    """bf16 values with the exponent byte Huffman-coded (DFloat11 style).
+
+    ``sign_mantissa`` is one raw byte a value; ``exponent_data`` / ``exponent_nbits`` is
+    the Huffman frame of the exponent bytes (``docs/bitstream.md`` bit order) under
+    ``codebook`` (a :class:`~linkcodec.golden.huffman.HuffmanCodebook`), which both ends
+    hold; it never travels in the frame.
+    """
+
+    sign_mantissa: np.ndarray
+    exponent_data: bytes
+    exponent_nbits: int
+    codebook: object
+    shape: tuple
+
+    def compressed_bits(self):
+        return 8 * int(self.sign_mantissa.size) + int(self.exponent_nbits)
+
+    def bits_per_value(self):
+        if self.sign_mantissa.size == 0:
+            raise ValueError("an empty frame has no bits per value")
+        return self.compressed_bits() / self.sign_mantissa.size
+
+
+def huffman_encode(bits_or_bf16, codebook=None):
+    """Split bf16 values and Huffman-code their exponent bytes.
+
+    ``codebook`` codes exponent bytes (e.g. built with ``HuffmanCodebook.from_batches``
+    over earlier tensors' exponents: single-stage); ``None`` builds one from this
+    tensor's own exponent histogram (the two-pass baseline).
+    """
+    from .huffman import HuffmanCodebook
+
+    values = _as_bf16_bits(bits_or_bf16)
+    sign_mantissa, exponent = split(values)
+    sign_mantissa, exponent = sign_mantissa.reshape(-1), exponent.reshape(-1)
+    if codebook is None:
+        if exponent.size == 0:
+            raise ExponentTableError("cannot build an exponent codebook from no values")
+        codebook = HuffmanCodebook.from_pmf(exponent_histogram(values))
+    data, nbits = codebook.encode(exponent)
+    return HuffmanExponentFrame(sign_mantissa, data, nbits, codebook, tuple(values.shape))
+
+
+def huffman_decode(frame):
+    """The ``uint16`` bf16 bit patterns of a :class:`HuffmanExponentFrame`; a corrupt
+    exponent frame raises the Huffman model's ``HuffmanDecodeError``."""
+    if not isinstance(frame, HuffmanExponentFrame):
+        raise TypeError(f"frame must be a HuffmanExponentFrame, not {type(frame).__name__}")
+    shape = _check_shape(frame.shape)
+    count = math.prod(shape)
+    sign_mantissa = np.asarray(frame.sign_mantissa)
+    if sign_mantissa.dtype != np.uint8 or sign_mantissa.size != count:
+        raise ExponentDecodeError(f"frame shape {shape} holds {count} values but "
+                                  f"sign_mantissa has {sign_mantissa.size} uint8 entries")
+    exponent = frame.codebook.decode(frame.exponent_data, frame.exponent_nbits)
+    if exponent.size != count:
+        raise ExponentDecodeError(f"the exponent frame decodes to {exponent.size} values, "
+                                  f"not {count}")
+    return join(sign_mantissa.reshape(-1), exponent).reshape(shape)

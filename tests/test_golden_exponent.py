@@ -366,3 +366,53 @@ def test_bad_packed_codes():
         unpack_codes(np.zeros(4, np.uint16), 10)
     with pytest.raises(ExponentDecodeError, match="count is -1"):
         unpack_codes(b"", -1)
+
+
+# -- DFloat11-style: Huffman on the exponent byte -------------------------------------------
+
+def test_huffman_exponent_round_trips_every_pattern():
+    from linkcodec.golden.exponent import huffman_decode, huffman_encode
+
+    every = np.arange(1 << 16, dtype=np.uint16).reshape(256, 256)
+    frame = huffman_encode(every)
+    assert np.array_equal(huffman_decode(frame), every)
+    # All 256 exponents equally often: the code is 8 bits, so 16 bits a value.
+    assert frame.bits_per_value() == 16
+
+
+def test_huffman_exponent_beats_remap_on_gaussian_and_takes_a_fixed_codebook():
+    from linkcodec.golden.exponent import huffman_decode, huffman_encode
+    from linkcodec.golden.huffman import HuffmanCodebook
+
+    rng = np.random.default_rng(5)
+    earlier = rng.standard_normal(50_000).astype(ml_dtypes.bfloat16).view(np.uint16)
+    later = rng.standard_normal(50_000).astype(ml_dtypes.bfloat16).view(np.uint16)
+    book = HuffmanCodebook.from_batches([split(earlier)[1]])
+    frame = huffman_encode(later, book)
+    assert frame.codebook is book and np.array_equal(huffman_decode(frame), later)
+    remap = encode(later, table_from_histogram(later)).bits_per_value()
+    assert 10.0 < frame.bits_per_value() < remap       # entropy-coded exponents win
+    own = huffman_encode(later).bits_per_value()
+    assert own <= frame.bits_per_value() < own + 0.05   # earlier batches' code: near
+
+
+def test_huffman_exponent_refuses_bad_frames():
+    from linkcodec.golden.exponent import (HuffmanExponentFrame, huffman_decode,
+                                           huffman_encode)
+    from linkcodec.golden.huffman import HuffmanDecodeError
+
+    frame = huffman_encode(np.arange(100, dtype=np.uint16) + 16000)
+    with pytest.raises(ExponentDecodeError, match="holds 100 values"):
+        huffman_decode(HuffmanExponentFrame(frame.sign_mantissa[:50], frame.exponent_data,
+                                            frame.exponent_nbits, frame.codebook, (100,)))
+    # One exponent, a 1-bit code: a bit short is a value short.
+    with pytest.raises(ExponentDecodeError, match="decodes to 99 values, not 100"):
+        huffman_decode(HuffmanExponentFrame(frame.sign_mantissa, frame.exponent_data,
+                                            frame.exponent_nbits - 1, frame.codebook, (100,)))
+    spread = np.random.default_rng(1).integers(0, 1 << 16, 100).astype(np.uint16)
+    frame = huffman_encode(spread)
+    with pytest.raises(HuffmanDecodeError):            # the last code cut in half
+        huffman_decode(HuffmanExponentFrame(frame.sign_mantissa, frame.exponent_data,
+                                            frame.exponent_nbits - 1, frame.codebook, (100,)))
+    with pytest.raises(TypeError, match="HuffmanExponentFrame"):
+        huffman_decode("frame")
