@@ -28,6 +28,16 @@ step, chosen at random with ``numpy.random.default_rng([seed, step])`` and kept 
 original order, are stored as ``minilm_l{layer}_{kind}_s{step}.npy``. Every file is a 2-D
 ``uint8`` array ``[tokens, features]`` in row-major (C) order: one row per token.
 
+That is ``--scaling current`` (the default, which wrote the bundled files). ``--scaling
+delayed`` follows Transformer Engine's delayed-scaling recipe instead: the scale of step ``s``
+of a tensor comes from the amax *history* of that tensor's earlier steps, ``448 / max(amax of
+steps 0..s-1)`` (the whole history, no margin); step 0 has no history and uses its own amax,
+so its files equal the current-scaling ones. Values that land beyond +-448 after scaling
+saturate: they are clipped to +-448 before the cast (``ml_dtypes`` would turn them into NaN).
+The manifest then records the mode, each file's scale and the amax it came from, and how
+many values saturated. (With ``current`` the manifest has no ``scaling`` keys and stays
+byte-identical to the bundled one.)
+
 The text is English prose that ships with CPython itself, so no download is needed: the Zen
 of Python (the ``this`` module, aphorisms paired in order) followed by chapters of the Python
 Language Reference as stored in ``pydoc_data.topics`` (the text behind ``help()``); see
@@ -72,6 +82,8 @@ __all__ = [
     "DEFAULT_PAIRS",
     "DEFAULT_STEPS",
     "DEFAULT_SEED",
+    "DEFAULT_SCALING",
+    "SCALINGS",
     "KINDS",
     "CaptureDependencyError",
     "reference_pairs",
@@ -94,6 +106,11 @@ DEFAULT_PAIRS = 16
 #: Consecutive fine-tuning steps captured (each on its own, disjoint pairs).
 DEFAULT_STEPS = 4
 DEFAULT_SEED = 0
+#: Per-tensor scaling recipes: ``current`` scales each step by its own amax (the bundled
+#: files); ``delayed`` scales step s by the max amax of steps 0..s-1 (Transformer Engine's
+#: delayed scaling) and saturates what overflows.
+SCALINGS = ("current", "delayed")
+DEFAULT_SCALING = "current"
 
 #: Tensor kinds, in the order they are written.
 KINDS = ("ffn1_act", "ffn1_grad", "ffn2_act", "ffn2_grad")
@@ -238,6 +255,35 @@ def byte_entropy(symbols):
     return float(-(p * np.log2(p)).sum())
 
 
+def _to_e4m3_bits_saturating(values, scale_amax):
+    """Cast ``values`` to e4m3 bit patterns with the scale ``448 / scale_amax``, saturating.
+
+    The scale is computed and applied as in :func:`linkcodec.golden.formats.to_e4m3_bits`
+    (float64 division, float32 multiply; 1 when ``scale_amax`` is 0), but ``scale_amax``
+    need not be the tensor's own amax. Scaled values beyond +-448 are clipped to +-448
+    before the ``ml_dtypes`` cast (which would otherwise turn anything that rounds above
+    464 into NaN). Returns the flat ``uint8`` bit patterns and a boolean mask of the
+    saturated values: those larger in magnitude than ``scale_amax`` *and* beyond +-448
+    after scaling. (The first condition keeps out a value equal to ``scale_amax`` that the
+    float32 multiply puts a rounding error above 448: it is cast to 448 exactly anyway.)
+    """
+    import ml_dtypes
+
+    from linkcodec.golden.formats import E4M3_MAX, FormatError
+
+    values = np.asarray(values, dtype=np.float32)
+    if not np.all(np.isfinite(values)):
+        raise FormatError("tensor holds Inf or NaN; per-tensor scaling needs finite values")
+    scale = E4M3_MAX / scale_amax if scale_amax > 0 else 1.0
+    scaled = values * np.float32(scale)
+    saturated = (np.abs(values) > np.float32(scale_amax)) & (
+        np.abs(scaled) > np.float32(E4M3_MAX)
+    )
+    scaled = np.clip(scaled, -np.float32(E4M3_MAX), np.float32(E4M3_MAX))
+    bits = scaled.astype(ml_dtypes.float8_e4m3fn).view(np.uint8).reshape(-1)
+    return bits, saturated.reshape(-1)
+
+
 def _sha256_file(path):
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -295,7 +341,7 @@ def _reproducible_torch(torch, seed):
 
 
 def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs=DEFAULT_PAIRS,
-            steps=DEFAULT_STEPS, log=None):
+            steps=DEFAULT_STEPS, scaling=DEFAULT_SCALING, log=None):
     """Run ``steps`` fine-tuning steps; write ``minilm_l{layer}_{kind}_s{step}.npy`` files and
     ``manifest.json``.
 
@@ -303,6 +349,10 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
     one AdamW optimizer carries its state across the steps. Stale ``minilm_l*_*.npy`` files in
     ``out_dir`` that this capture did not write (e.g. an older naming scheme or more steps)
     are deleted, so the folder matches the manifest.
+
+    ``scaling`` is ``"current"`` (each step scaled by its own amax; the bundled files) or
+    ``"delayed"`` (step s scaled by the max amax of the tensor's steps 0..s-1, step 0 by its
+    own; overflow saturates at +-448). See the module docstring.
 
     Returns the manifest (a dict). ``log``, if given, is called with progress strings.
     Raises :class:`CaptureDependencyError` when the optional dependencies are missing.
@@ -315,6 +365,9 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
         raise ValueError("pairs must be at least 2 (the loss needs in-batch negatives)")
     if steps < 1:
         raise ValueError("steps must be at least 1")
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, not {scaling!r}")
+    delayed = scaling == "delayed"
     say = log or (lambda message: None)
     torch, model_pkg, SentenceTransformer, MultipleNegativesRankingLoss = _import_capture_deps()
 
@@ -328,6 +381,7 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
     model_dir = Path(model_pkg.get_model_path())
     say(f"loading {MODEL_NAME} from {model_dir}")
     files, step_records = [], []
+    amax_history = {}  # (layer, kind) -> own amax of each step so far (delayed scaling)
     with _reproducible_torch(torch, seed):
         model = SentenceTransformer(str(model_dir), device="cpu")
         bert = model[0].auto_model
@@ -419,26 +473,56 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
                         width = tensor.shape[-1]
                         values = tensor.reshape(-1, width)[torch.from_numpy(real)].float().numpy()
                         amax = float(np.max(np.abs(values)))
-                        bits = to_e4m3_bits(values).reshape(n_real, width)[keep]
+                        if delayed:
+                            # Transformer Engine delayed scaling: the scale comes from the
+                            # amax history of the earlier steps; step 0 has none and uses
+                            # its own amax.
+                            history = amax_history.setdefault((layer, kind), [])
+                            scale_amax = max(history) if history else amax
+                            scale_steps = list(range(step)) if history else [step]
+                            scale = E4M3_MAX / scale_amax if scale_amax > 0 else 1.0
+                            flat, clipped = _to_e4m3_bits_saturating(values, scale_amax)
+                            history.append(amax)
+                            bits = flat.reshape(n_real, width)[keep]
+                            saturated = int(clipped.sum())
+                            saturated_kept = int(clipped.reshape(n_real, width)[keep].sum())
+                        else:
+                            scale = E4M3_MAX / amax if amax > 0 else 1.0
+                            bits = to_e4m3_bits(values).reshape(n_real, width)[keep]
                         bits = np.ascontiguousarray(bits)
                         name = file_name(layer, kind, step)
                         np.save(out / name, bits, allow_pickle=False)
-                        files.append(
+                        entry = {
+                            "file": name,
+                            "step": step,
+                            "layer": layer,
+                            "kind": kind,
+                            "shape": list(bits.shape),
+                            "dtype": "uint8",
+                            "format": "float8_e4m3fn bit patterns",
+                            "amax": amax,
+                            "scale": scale,
+                        }
+                        if delayed:
+                            # Only delayed captures get these keys, so a current capture's
+                            # manifest stays byte-identical to the bundled one.
+                            entry.update(
+                                {
+                                    "scaling": scaling,
+                                    "scale_amax": scale_amax,
+                                    "scale_amax_steps": scale_steps,
+                                    "saturated": saturated,
+                                    "saturated_kept": saturated_kept,
+                                }
+                            )
+                        entry.update(
                             {
-                                "file": name,
-                                "step": step,
-                                "layer": layer,
-                                "kind": kind,
-                                "shape": list(bits.shape),
-                                "dtype": "uint8",
-                                "format": "float8_e4m3fn bit patterns",
-                                "amax": amax,
-                                "scale": E4M3_MAX / amax if amax > 0 else 1.0,
                                 "entropy_bits_per_symbol": round(byte_entropy(bits), 4),
                                 "zero_fraction": round(float(np.mean((bits & 0x7F) == 0)), 4),
                                 "sha256": _sha256_file(out / name),
                             }
                         )
+                        files.append(entry)
                 records.clear()
 
                 corpus = "\n".join(f"{a}\t{p}" for a, p in text_pairs)
@@ -465,6 +549,9 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
                 entropies = [f["entropy_bits_per_symbol"] for f in files if f["step"] == step]
                 say(f"  loss {loss_value:.4f}, grad norm {grad_norm:.4g}, {len(entropies)} files, "
                     f"H {min(entropies):.3f}..{max(entropies):.3f} bit/B")
+                if delayed:
+                    clipped_step = sum(f["saturated"] for f in files if f["step"] == step)
+                    say(f"  delayed scaling: {clipped_step} values saturated at +-448")
         finally:
             for handle in handles:
                 handle.remove()
@@ -483,7 +570,7 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
             "linkcodec_version": _version("linkcodec"),
             "command": (
                 f"linkcodec capture --steps {steps} --pairs {pairs} --tokens {tokens} "
-                f"--seed {seed}"
+                f"--seed {seed}" + (f" --scaling {scaling}" if delayed else "")
             ),
         },
         "model": {
@@ -570,9 +657,19 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
                 "ffn2_grad": "d loss / d input of the FFN second linear",
             },
             "encoding": (
-                "per step and tensor: amax over all real tokens of that step scaled to 448, "
-                "cast by linkcodec.golden.formats.to_e4m3_bits (ml_dtypes float8_e4m3fn, "
-                "round-to-nearest-even); then the kept token rows"
+                (
+                    "per step and tensor: delayed scaling (Transformer Engine recipe), "
+                    "scale = 448 / max(amax of the tensor's steps 0..s-1), step 0 by its own "
+                    "amax; each amax over all real tokens of its step; scaled values clipped "
+                    "to +-448, then cast to ml_dtypes float8_e4m3fn (round-to-nearest-even); "
+                    "then the kept token rows"
+                )
+                if delayed
+                else (
+                    "per step and tensor: amax over all real tokens of that step scaled to 448, "
+                    "cast by linkcodec.golden.formats.to_e4m3_bits (ml_dtypes float8_e4m3fn, "
+                    "round-to-nearest-even); then the kept token rows"
+                )
             ),
             "token_selection": (
                 "numpy.random.default_rng([seed, step]).choice(real_tokens, tokens_kept, "
@@ -583,6 +680,22 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
         },
         "files": files,
     }
+    if delayed:
+        manifest["tensors"]["scaling"] = {
+            "mode": scaling,
+            "recipe": (
+                "Transformer Engine delayed scaling: amax_compute_algo 'max' over the whole "
+                "history of earlier steps (amax_history_len >= steps), margin 0, "
+                "scale = 448 / max(amax of steps 0..s-1); step 0 uses its own amax"
+            ),
+            "saturation": "scaled values beyond +-448 are clipped to +-448 before the cast",
+            "saturated_values": sum(f["saturated"] for f in files),
+            "saturated_values_kept": sum(f["saturated_kept"] for f in files),
+            "saturated_of": (
+                "files[].saturated counts the step's real tokens (the whole cast tensor); "
+                "files[].saturated_kept counts the stored rows"
+            ),
+        }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                        encoding="utf-8")
     return manifest
@@ -608,6 +721,11 @@ def add_arguments(parser):
                         "the files total about 23 kB per token and step)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
                         help=f"seed for dropout and token selection (default: {DEFAULT_SEED})")
+    parser.add_argument("--scaling", choices=SCALINGS, default=DEFAULT_SCALING,
+                        help="per-tensor scale of each step: 'current' = the step's own amax "
+                        "(the bundled files); 'delayed' = Transformer Engine delayed scaling, "
+                        "448 / max amax of the earlier steps, overflow saturated at +-448 "
+                        f"(default: {DEFAULT_SCALING})")
     return parser
 
 
@@ -615,7 +733,9 @@ def run(args):
     """Run a capture from parsed arguments; return a process exit status."""
     try:
         manifest = capture(args.out, tokens=args.tokens, seed=args.seed, pairs=args.pairs,
-                           steps=args.steps, log=lambda message: print(message, file=sys.stderr))
+                           steps=args.steps,
+                           scaling=getattr(args, "scaling", DEFAULT_SCALING),
+                           log=lambda message: print(message, file=sys.stderr))
     except CaptureDependencyError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
