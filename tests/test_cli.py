@@ -74,3 +74,16 @@ def test_sim_ranks_by_a_codebook(tmp_path, capsys):
     assert main(["sim", "qlc-encoder", "--codebook", str(book), "--json", str(path)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["bit_exact"] is True and report["symbols"] == 800
+
+
+def test_capture_without_torch_says_what_to_install(tmp_path, capsys):
+    """torch is an optional extra: without it, capture explains instead of crashing."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("torch is installed here; the message only shows without it")
+    assert main(["capture", "--out", str(tmp_path)]) == 2
+    assert "pip install 'linkcodec[capture]'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
