@@ -5,7 +5,7 @@ is always the register's most significant bit, which is the bit order of
 ``docs/bitstream.md``.
 """
 
-from amaranth.hdl import Elaboratable, Module, Signal, Const, Mux, unsigned
+from amaranth.hdl import Module, Signal, Const, Mux, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -9,14 +9,12 @@ returns the figures: ``block``, ``lanes``, ``symbols``, ``cycles``,
 
 import hashlib
 import json
-import os
 import random
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from ..golden.qlc import QlcCode
 from ..rtl.payload import pack, symbol_layout, unpack, word_layout
 from ..rtl.qlc import QlcDecoder, QlcEncoder, config_layout, config_writes, default_word_width
 from . import runner
