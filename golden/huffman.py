@@ -68,6 +68,7 @@ __all__ = [
     "HuffmanCodebook",
     "per_shard_huffman_bits",
     "shannon_bits",
+    "entropy_bits",
 ]
 
 #: Number of symbols (e4m3 bit patterns).
@@ -709,8 +710,18 @@ def per_shard_huffman_bits(symbols, max_length=DEFAULT_MAX_LENGTH):
     return float(counts @ lengths.astype(np.int64)) / size
 
 
+def entropy_bits(counts):
+    """Shannon entropy, in bits per symbol, of a histogram (any non-negative weights);
+    0 for an empty one."""
+    counts = np.asarray(counts, dtype=np.float64)
+    total = counts.sum()
+    if total <= 0:
+        return 0.0
+    p = counts[counts > 0] / total
+    return float(-(p * np.log2(p)).sum()) + 0.0   # + 0.0: one symbol's -0.0 reads 0.0
+
+
 def shannon_bits(symbols):
     """Order-0 entropy of the shard's own PMF, in bits per symbol."""
-    counts, size = _histogram(symbols)
-    p = counts[counts > 0] / size
-    return float(-(p * np.log2(p)).sum())
+    counts, _ = _histogram(symbols)
+    return entropy_bits(counts)

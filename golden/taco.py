@@ -45,6 +45,7 @@ import ml_dtypes
 import numpy as np
 
 from .formats import E4M3_MAX, e4m3_bits_to_float, to_e4m3_bits
+from .huffman import entropy_bits
 
 __all__ = [
     "DEFAULT_BLOCK",
@@ -299,11 +300,7 @@ def compressibility_of_codes(codes):
     codes = np.asarray(codes)
     if codes.dtype != np.uint8:
         raise TacoError(f"codes must be uint8 e4m3 bit patterns, not {codes.dtype}")
-    counts = np.bincount(codes.reshape(-1), minlength=256)
-    if counts.sum() == 0:
-        return 0.0
-    p = counts[counts > 0] / counts.sum()
-    return float(-(p * np.log2(p)).sum()) + 0.0  # + 0.0 makes one symbol's -0.0 read 0.0
+    return entropy_bits(np.bincount(codes.reshape(-1), minlength=256))
 
 
 def _load_tensor(path):

@@ -35,11 +35,6 @@ METRICS = ["shannon", "huffman", "huffman_fixed", "qlc_base", "qlc_optimal",
 RAW_BITS = {"e4m3": 8, "bf16": 16}
 
 
-def _entropy(counts):
-    p = counts[counts > 0] / counts.sum()
-    return float(-(p * np.log2(p)).sum())
-
-
 def _kl(p_counts, q):
     p = p_counts / p_counts.sum()
     mask = p > 0
@@ -63,7 +58,7 @@ def _byte_plane(shard):
 
 def analyze_shards(shards, *, codebook=None):
     """Per-shard figures (list of dicts) and the size-weighted totals (dict)."""
-    from .golden.huffman import HuffmanCodebook, per_shard_huffman_bits
+    from .golden.huffman import HuffmanCodebook, entropy_bits, per_shard_huffman_bits
     from .golden.qlc import QlcCode, QlcLayout
 
     if not shards:
@@ -88,9 +83,9 @@ def analyze_shards(shards, *, codebook=None):
         extra = 8 if shard.format == "bf16" else 0
 
         if shard.format == "e4m3":
-            bits["shannon"] = _entropy(plane_counts)
+            bits["shannon"] = entropy_bits(plane_counts)
         else:
-            bits["shannon"] = _entropy(np.unique(shard.symbols, return_counts=True)[1]
+            bits["shannon"] = entropy_bits(np.unique(shard.symbols, return_counts=True)[1]
                                        .astype(np.float64))
         bits["huffman"] = extra + per_shard_huffman_bits(plane)
 

@@ -247,12 +247,10 @@ def file_name(layer, kind, step):
 
 def byte_entropy(symbols):
     """Empirical (order-0) entropy of a ``uint8`` array in bits per symbol."""
-    counts = np.bincount(np.asarray(symbols, dtype=np.uint8).reshape(-1), minlength=256)
-    total = counts.sum()
-    if total == 0:
-        return 0.0
-    p = counts[counts > 0] / total
-    return float(-(p * np.log2(p)).sum())
+    from .golden.huffman import entropy_bits
+
+    return entropy_bits(np.bincount(np.asarray(symbols, dtype=np.uint8).reshape(-1),
+                                    minlength=256))
 
 
 def _to_e4m3_bits_saturating(values, scale_amax):

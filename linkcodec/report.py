@@ -4,22 +4,16 @@ import numpy as np
 
 from .cli import bundled_files, tensor_kind
 
-__all__ = ["entropy_bits", "class_table", "format_table"]
+__all__ = ["class_table", "format_table"]
 
 KINDS = ["ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"]
-
-
-def entropy_bits(counts):
-    """Shannon entropy in bits/symbol of a histogram."""
-    p = np.asarray(counts, dtype=np.float64)
-    p = p[p > 0] / p.sum()
-    return float(-(p * np.log2(p)).sum())
 
 
 def class_table(files=None):
     """One row per tensor class: symbols, entropy, QLC base and optimal, in bits/symbol
     and compressibility (1 - bits/8). Each class's code comes from its own pooled PMF."""
     from .golden.formats import load_e4m3_symbols
+    from .golden.huffman import entropy_bits
     from .golden.qlc import QlcCode, QlcLayout
 
     files = bundled_files() if files is None else files
