@@ -8,7 +8,7 @@ that rounding and NaN handling match the reference semantics, not a hand-written
 import numpy as np
 import ml_dtypes
 
-__all__ = ["E4M3_MAX", "FormatError", "to_e4m3_bits", "e4m3_bits_to_float", "load_e4m3_symbols"]
+__all__ = ["E4M3_MAX", "FormatError", "to_e4m3_bits", "e4m3_bits_to_float"]
 
 #: Largest finite e4m3 value; per-tensor amax scaling maps a tensor's amax onto it.
 E4M3_MAX = 448.0
@@ -45,21 +45,3 @@ def e4m3_bits_to_float(bits):
         raise FormatError(f"e4m3 bit patterns must be uint8, not {bits.dtype}")
     return bits.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
 
-
-def load_e4m3_symbols(path):
-    """Read a ``.npy`` file as a flat ``uint8`` array of e4m3 bit patterns.
-
-    A ``uint8`` array is taken as e4m3 bit patterns already; a floating-point array is
-    cast with per-tensor amax scaling (:func:`to_e4m3_bits`). Anything else is refused.
-    """
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise FormatError(f"{path}: not a readable .npy file ({error})") from None
-    if array.dtype == np.uint8:
-        return array.reshape(-1)
-    if np.issubdtype(array.dtype, np.floating):
-        return to_e4m3_bits(array)
-    raise FormatError(
-        f"{path}: dtype {array.dtype} is neither uint8 (e4m3 bit patterns) nor floating point"
-    )

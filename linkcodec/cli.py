@@ -51,10 +51,17 @@ def tensor_kind(path):
     return match["kind"] if match else Path(path).stem
 
 
-def _load_symbols(files):
-    from .golden.formats import load_e4m3_symbols
+def _e4m3_shards(files):
+    """The e4m3 shards of ``files`` (see :mod:`linkcodec.inputs`); bf16 is refused."""
+    from .golden.formats import FormatError
+    from .inputs import read_shards
 
-    return [load_e4m3_symbols(path) for path in files]
+    shards = read_shards(files, format="e4m3")
+    for shard in shards:
+        if shard.format != "e4m3":
+            raise FormatError(f"{shard.file}:{shard.tensor} holds bf16 bit patterns; the "
+                              "QLC blocks carry e4m3 bytes")
+    return shards
 
 
 def _qlc_code(symbol_arrays, layout_name, codebook=None):
@@ -75,11 +82,8 @@ def _qlc_code(symbol_arrays, layout_name, codebook=None):
 def cmd_sim(args):
     from .sim.harness import run_qlc
 
-    files = [Path(name) for name in args.files]
-    for path in files:
-        if not path.exists():
-            raise SystemExit(f"linkcodec sim: {path}: no such file")
-    arrays = _load_symbols(files)
+    shards = _e4m3_shards(args.files)
+    arrays = [shard.symbols for shard in shards]
     codebook = None
     if args.codebook:
         from .golden.huffman import HuffmanCodebook
@@ -100,8 +104,8 @@ def cmd_sim(args):
         "layout": args.layout,
         "seed": result["seed"],
         "files": [
-            dict(frame, file=str(path))
-            for frame, path in zip(result["frames"], files)
+            dict(frame, file=shard.file, tensor=shard.tensor)
+            for frame, shard in zip(result["frames"], shards)
         ],
     }
     if args.json:
@@ -155,7 +159,8 @@ def build_parser():
         description="Run a codec block under Verilator on the symbols of each FILE (one "
                     "frame per file) and check it bit-exact against the golden model. A "
                     "FILE is a .npy: uint8 means e4m3 bit patterns; a float array is cast "
-                    "to e4m3 with per-tensor amax scaling. The code's ranks come from the "
+                    "to e4m3 with per-tensor amax scaling. A .safetensors "
+                    "file gives one frame per tensor. The code's ranks come from the "
                     "PMF of all the FILEs together and are loaded through the config port.")
     sim.add_argument("block", choices=["qlc-encoder", "qlc-decoder"])
     sim.add_argument("files", nargs="+", metavar="FILE")

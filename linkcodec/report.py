@@ -12,14 +12,14 @@ KINDS = ["ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"]
 def class_table(files=None):
     """One row per tensor class: symbols, entropy, QLC base and optimal, in bits/symbol
     and compressibility (1 - bits/8). Each class's code comes from its own pooled PMF."""
-    from .golden.formats import load_e4m3_symbols
+    from .cli import _e4m3_shards
     from .golden.huffman import entropy_bits
     from .golden.qlc import QlcCode, QlcLayout
 
     files = bundled_files() if files is None else files
     groups = {}
-    for path in files:
-        groups.setdefault(tensor_kind(path), []).append(load_e4m3_symbols(path))
+    for path, shard in zip(files, _e4m3_shards(files)):
+        groups.setdefault(tensor_kind(path), []).append(shard.symbols)
     rows = []
     for kind in sorted(groups, key=lambda k: (KINDS.index(k) if k in KINDS else 99, k)):
         symbols = np.concatenate(groups[kind])
@@ -28,9 +28,7 @@ def class_table(files=None):
                "entropy": entropy_bits(counts)}
         for name, layout in (("qlc_base", QlcLayout.base()), ("qlc_optimal", None)):
             code = QlcCode.from_pmf(counts, layout=layout)
-            data, nbits = code.encode(symbols)
-            assert np.array_equal(code.decode(data, nbits), symbols)
-            row[name] = nbits / symbols.size
+            row[name] = code.expected_bits(counts)    # exactly the frame's bits / symbol
             if layout is None:
                 row["optimal_layout"] = code.layout
         rows.append(row)

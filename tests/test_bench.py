@@ -23,3 +23,23 @@ def test_bench_golden_json(capsys):
     for row in report["golden"]:
         assert row["encode_mb_s"] > 0 and row["decode_mb_s"] > 0
         assert 0 < row["bits_per_symbol"] < 8
+
+
+def test_optimal_layout_beats_base_on_every_bundled_class():
+    """Issue 2's claim, as `linkcodec bench --compression` reports it."""
+    import numpy as np
+
+    from linkcodec.cli import bundled_files
+    from linkcodec.golden.qlc import QlcCode
+    from linkcodec.report import class_table
+
+    rows = class_table()
+    assert [row["class"] for row in rows] == ["ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"]
+    for row in rows:
+        assert row["entropy"] <= row["qlc_optimal"] < row["qlc_base"]
+    # The table's bits/symbol are the frame's true length: check one class by encoding.
+    symbols = np.concatenate([np.load(p).reshape(-1) for p in bundled_files("ffn1_act")])
+    code = QlcCode.from_pmf(np.bincount(symbols, minlength=256))
+    data, nbits = code.encode(symbols)
+    assert np.array_equal(code.decode(data, nbits), symbols)
+    assert nbits / symbols.size == rows[0]["qlc_optimal"]

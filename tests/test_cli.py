@@ -45,8 +45,11 @@ def test_sim_refuses_bad_input(tmp_path, capsys):
     np.save(path, np.arange(10, dtype=np.int32))
     assert main(["sim", "qlc-encoder", str(path)]) == 2
     assert "neither uint8" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match="no such file"):
-        main(["sim", "qlc-encoder", str(tmp_path / "missing.npy")])
+    assert main(["sim", "qlc-encoder", str(tmp_path / "missing.npy")]) == 2
+    assert "missing.npy: no such file" in capsys.readouterr().err
+    np.save(tmp_path / "bf16.npy", np.arange(10, dtype=np.uint16))
+    assert main(["sim", "qlc-encoder", str(tmp_path / "bf16.npy")]) == 2
+    assert "holds bf16 bit patterns" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["sim", "qlc-wat", str(path)])
 
