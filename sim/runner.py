@@ -91,21 +91,17 @@ def run_testbench(runner, *, name, build_dir, test_module, extra_env, seed):
     build_dir = Path(build_dir)
     waves = os.environ.get("WAVES", "0") == "1"
     try:
-        return _test(runner, name, build_dir, test_module, extra_env, seed, waves)
+        return runner.test(
+            test_module=test_module,
+            hdl_toplevel=name,
+            build_dir=build_dir,
+            test_dir=build_dir,
+            extra_env=dict(extra_env),
+            seed=seed,
+            waves=waves,
+            log_file=build_dir / "test.log",
+        )
     except SystemExit:
         # cocotb's runner exits when a test fails; the scoreboard's verdict is in the
         # result file, so carry on and let the caller report it.
         return None
-
-
-def _test(runner, name, build_dir, test_module, extra_env, seed, waves):
-    return runner.test(
-        test_module=test_module,
-        hdl_toplevel=name,
-        build_dir=build_dir,
-        test_dir=build_dir,
-        extra_env=dict(extra_env),
-        seed=seed,
-        waves=waves,
-        log_file=build_dir / "test.log",
-    )

@@ -18,6 +18,12 @@ __all__ = ["StreamDriver", "StreamMonitor"]
 
 
 class _Port:
+    """One stream port and the cycle loop its driver or monitor runs.
+
+    Each cycle: :meth:`_drive` right after the rising edge, then, in the read-only
+    phase, a transfer is seen when valid and ready are both high (:meth:`_took`).
+    """
+
     def __init__(self, dut, name, clock):
         self.valid = getattr(dut, f"{name}__valid")
         self.ready = getattr(dut, f"{name}__ready")
@@ -37,6 +43,18 @@ class _Port:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+
+    async def _run(self):
+        cycle = 0
+        edge, sample = RisingEdge(self.clock), ReadOnly()
+        while True:
+            await edge
+            cycle += 1
+            self._drive()
+            await sample
+            if self.valid.value == 1 and self.ready.value == 1:
+                self._took()
+                self.transfer_cycles.append(cycle)
 
 
 class StreamDriver(_Port):
@@ -59,25 +77,17 @@ class StreamDriver(_Port):
     def done(self):
         return self.sent == len(self.beats)
 
-    async def _run(self):
-        cycle = 0
-        edge, sample = RisingEdge(self.clock), ReadOnly()
-        while True:
-            await edge
-            cycle += 1
-            if self.sent < len(self.beats):
-                holding = self.valid.value == 1
-                if holding or self.rng.random() >= self.idle:
-                    self.payload.value = self.beats[self.sent]
-                    self.valid.value = 1
-                else:
-                    self.valid.value = 0
-            else:
-                self.valid.value = 0
-            await sample
-            if self.valid.value == 1 and self.ready.value == 1:
-                self.sent += 1
-                self.transfer_cycles.append(cycle)
+    def _drive(self):
+        if self.sent == len(self.beats):
+            self.valid.value = 0
+        elif self.valid.value == 1 or self.rng.random() >= self.idle:
+            self.payload.value = self.beats[self.sent]
+            self.valid.value = 1
+        else:
+            self.valid.value = 0
+
+    def _took(self):
+        self.sent += 1
 
 
 class StreamMonitor(_Port):
@@ -94,14 +104,8 @@ class StreamMonitor(_Port):
         self.beats = []
         self.ready.value = 0
 
-    async def _run(self):
-        cycle = 0
-        edge, sample = RisingEdge(self.clock), ReadOnly()
-        while True:
-            await edge
-            cycle += 1
-            self.ready.value = int(self.rng.random() >= self.stall)
-            await sample
-            if self.valid.value == 1 and self.ready.value == 1:
-                self.beats.append(self.payload.value.to_unsigned())
-                self.transfer_cycles.append(cycle)
+    def _drive(self):
+        self.ready.value = int(self.rng.random() >= self.stall)
+
+    def _took(self):
+        self.beats.append(self.payload.value.to_unsigned())
