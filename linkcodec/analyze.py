@@ -151,14 +151,16 @@ def _percent(value):
 
 def format_table(rows, total):
     shown = [name for name in METRICS if any(row.get(name) is not None for row in rows)]
+    from .report import markdown_table
+
     head = ["tensor", "symbols"] + shown + ["kl_to_average"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    cells = []
     for row in rows + [dict(total, tensor="**total**")]:
         kl = row.get("kl_to_average")
-        cells = [row["tensor"], str(row["symbols"])] + [_percent(row.get(n)) for n in shown]
-        cells.append("-" if kl is None else f"{kl:.4f}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        cells.append([row["tensor"], str(row["symbols"])]
+                     + [_percent(row.get(n)) for n in shown]
+                     + ["-" if kl is None else f"{kl:.4f}"])
+    return markdown_table(head, cells, align="l" * len(head))
 
 
 def run(args):

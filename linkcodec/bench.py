@@ -24,6 +24,7 @@ import zlib
 import numpy as np
 
 from .cli import bundled_files, tensor_kind
+from .report import class_table, format_table, markdown_table
 
 __all__ = ["add_arguments", "run"]
 
@@ -66,10 +67,10 @@ def hardware_rows(lanes_list, *, kind="ffn2_act", layer=3):
     return rows
 
 
-def single_stage_rows():
-    """Per activation tensor: step 3 under per-shard Huffman, a codebook from steps 0-2
-    of the same tensor, and one from the other five layers at step 3. Every fixed-code
-    frame is encoded and decoded; its bits are the true frame length."""
+def single_stage_rows(kinds=("ffn1_act", "ffn2_act")):
+    """Per tensor (layer) of ``kinds``: step 3 under per-shard Huffman, a codebook from
+    steps 0-2 of the same tensor, and one from the other five layers at step 3. Every
+    fixed-code frame is encoded and decoded; its bits are the true frame length."""
     from .golden.huffman import (HuffmanCodebook, average_pmf, per_shard_huffman_bits,
                                  shannon_bits)
 
@@ -80,7 +81,7 @@ def single_stage_rows():
         return nbits / symbols.size
 
     rows = []
-    for kind in ("ffn1_act", "ffn2_act"):
+    for kind in kinds:
         for layer in range(6):
             steps = [np.load(p).reshape(-1) for p in bundled_files(kind, layers=[layer])]
             late = steps[3]
@@ -88,7 +89,7 @@ def single_stage_rows():
                       if f"_l{layer}_" not in p.name]
             pmf, _, _ = average_pmf(steps[:3])
             rows.append({
-                "kind": kind, "layer": layer,
+                "kind": kind, "layer": layer, "symbols": int(late.size),
                 "shannon": 1 - shannon_bits(late) / 8,
                 "huffman": 1 - per_shard_huffman_bits(late) / 8,
                 "fixed_earlier_steps": 1 - fixed(HuffmanCodebook.from_batches(steps[:3]),
@@ -117,20 +118,6 @@ def analyze_rows():
             rows.append(dict(total, kind=kind, layer=layer, files=len(files),
                              worst_fixed_gap=max(gaps)))
     return rows
-
-
-def print_analyze(rows):
-    from .analyze import METRICS
-
-    shown = [name for name in METRICS if any(row.get(name) is not None for row in rows)]
-    print("| kind | layer | symbols | " + " | ".join(shown)
-          + " | fixed gap (worst step) | kl_to_average |")
-    print("|---|---:|---:|" + "---:|" * (len(shown) + 2))
-    for row in rows:
-        cells = [f"{100 * row[name]:.2f}" for name in shown]
-        print(f"| {row['kind']} | {row['layer']} | {row['symbols']} | " + " | ".join(cells)
-              + f" | {100 * (row['huffman'] - row['huffman_fixed']):.2f} "
-                f"({100 * row['worst_fixed_gap']:.2f}) | {row['kl_to_average']:.4f} |")
 
 
 def taco_compressibility_rows():
@@ -213,96 +200,99 @@ def golden_rows(repeats=3):
     return rows
 
 
+def _points(value):
+    return f"{100 * value:.2f}"
+
+
+def render_single_stage(rows):
+    return markdown_table(
+        ["kind", "layer", "Shannon", "per-shard Huffman", "fixed, from steps 0-2",
+         "step-3 symbols unseen in steps 0-2 (%)", "fixed, from the other 5 layers"],
+        [[row["kind"], str(row["layer"]), _points(row["shannon"]), _points(row["huffman"]),
+          _points(row["fixed_earlier_steps"]), f"{row['unseen_percent']:.2f}",
+          _points(row["fixed_other_layers"])] for row in rows])
+
+
+def render_analyze(rows):
+    from .analyze import METRICS
+
+    shown = [name for name in METRICS if any(row.get(name) is not None for row in rows)]
+    return ("Compressibility in % (1 - bits/8), totals over the 4 training steps of each "
+            "group; `huffman_fixed` codes each step with the codebook from the average PMF "
+            "of the other 3 steps. Fixed gap = huffman - huffman_fixed in percentage "
+            "points.\n\n" + markdown_table(
+                ["kind", "layer", "symbols"] + shown
+                + ["fixed gap (worst step)", "kl_to_average"],
+                [[row["kind"], str(row["layer"]), str(row["symbols"])]
+                 + [_points(row[name]) for name in shown]
+                 + [f"{_points(row['huffman'] - row['huffman_fixed'])} "
+                    f"({_points(row['worst_fixed_gap'])})", f"{row['kl_to_average']:.4f}"]
+                 for row in rows]))
+
+
+def render_golden(rows):
+    return (f"{rows[0]['symbols']} symbols: every bundled activation tensor. MB/s of e4m3 "
+            "symbols (1 MB = 10^6 symbols), best of 3.\n\n" + markdown_table(
+                ["codec", "encode MB/s", "decode MB/s", "bits/symbol"],
+                [[row["codec"], str(row["encode_mb_s"]), str(row["decode_mb_s"]),
+                  str(row["bits_per_symbol"])] for row in rows]))
+
+
+def taco_section():
+    from .golden.taco import report_markdown
+
+    return {"tables": report_markdown(bundled_files()),
+            "compressibility": taco_compressibility_rows()}
+
+
+def render_taco(section):
+    metrics = ("shannon", "huffman", "huffman_fixed", "qlc_base", "qlc_optimal")
+    return (section["tables"] + "\n## How compressible TACO's e4m3 output is "
+            "(`linkcodec bench --taco`)\n\nCompressibility in % (1 - bits/8) of the e4m3 "
+            "bytes, totals over each kind's 24 files, every file coded with its own PMF; "
+            "`huffman_fixed` from the other files of the kind. TACO's two float32 scales "
+            "per 128 values add 0.5 bit/value (6.25 points) on top.\n\n" + markdown_table(
+                ["kind", "stream"] + list(metrics),
+                [[row["kind"], row["stream"]] + [_points(row[name]) for name in metrics]
+                 for row in section["compressibility"]], align="ll" + "r" * len(metrics)))
+
+
+def render_hardware(rows):
+    return markdown_table(
+        ["block", "lanes", "word bits", "symbols", "cycles", "symbols/cycle", "of lanes",
+         "bit-exact"],
+        [[row["block"], str(row["lanes"]), str(row["word_width"]), str(row["symbols"]),
+          str(row["cycles"]), f"{row['symbols_per_cycle']:.3f}",
+          f"{row['symbols_per_cycle'] / row['lanes']:.1%}",
+          "yes" if row["bit_exact"] else "NO"] for row in rows],
+        align="lrrrrrrl") + f"\n\n(file: {rows[0]['file']})"
+
+
+#: (flag, title, compute(args), render(result)), in the order the sections print.
+SECTIONS = [
+    ("single_stage", "Single-stage Huffman on step 3", lambda args: single_stage_rows(),
+     render_single_stage),
+    ("analyze", "Compressibility per tensor group", lambda args: analyze_rows(),
+     render_analyze),
+    ("golden", "Golden model speed, one core", lambda args: golden_rows(), render_golden),
+    ("taco", "TACO front end", lambda args: taco_section(), render_taco),
+    ("compression", "QLC compression on the bundled tensors",
+     lambda args: class_table(), format_table),
+    ("hardware", "Cycles per symbol, no stalls", lambda args: hardware_rows(args.lanes),
+     render_hardware),
+]
+
+
 def run(args):
-    from .report import class_table, format_table
-
-    everything = not (args.compression or args.hardware or args.golden or args.taco
-                      or args.analyze or args.single_stage)
+    chosen = [section for section in SECTIONS if getattr(args, section[0])] or SECTIONS
     report = {}
-    if args.single_stage or everything:
-        rows = single_stage_rows()
-        report["single_stage"] = rows
+    for flag, title, compute, render in chosen:
+        report[flag] = compute(args)
         if not args.json:
-            print("## Single-stage Huffman on step 3 (`linkcodec bench --single-stage`)\n")
-            print("| kind | layer | Shannon | per-shard Huffman | fixed, from steps 0-2 | "
-                  "step-3 symbols unseen in steps 0-2 (%) | fixed, from the other 5 layers |")
-            print("|---|---:|---:|---:|---:|---:|---:|")
-            for row in rows:
-                print(f"| {row['kind']} | {row['layer']} | {100 * row['shannon']:.2f} | "
-                      f"{100 * row['huffman']:.2f} | {100 * row['fixed_earlier_steps']:.2f} | "
-                      f"{row['unseen_percent']:.2f} | {100 * row['fixed_other_layers']:.2f} |")
+            option = "--" + flag.replace("_", "-")
+            print(f"## {title} (`linkcodec bench {option}`)\n")
+            print(render(report[flag]))
             print()
-    if args.analyze or everything:
-        rows = analyze_rows()
-        report["analyze"] = rows
-        if not args.json:
-            print("## Compressibility per tensor group (`linkcodec bench --analyze`)\n")
-            print("Compressibility in % (1 - bits/8), totals over the 4 training steps of "
-                  "each group; `huffman_fixed` codes each step with the codebook from the "
-                  "average PMF of the other 3 steps. Fixed gap = huffman - huffman_fixed in "
-                  "percentage points.\n")
-            print_analyze(rows)
-            print()
-    if args.golden or everything:
-        rows = golden_rows()
-        report["golden"] = rows
-        if not args.json:
-            print("## Golden model speed, one core (`linkcodec bench --golden`)\n")
-            print(f"{rows[0]['symbols']} symbols: every bundled activation tensor. "
-                  "MB/s of e4m3 symbols (1 MB = 10^6 symbols), best of 3.\n")
-            print("| codec | encode MB/s | decode MB/s | bits/symbol |")
-            print("|---|---:|---:|---:|")
-            for row in rows:
-                print(f"| {row['codec']} | {row['encode_mb_s']} | {row['decode_mb_s']} | "
-                      f"{row['bits_per_symbol']} |")
-            print()
-    if args.taco or everything:
-        from .golden.taco import report_markdown
-
-        text = report_markdown(bundled_files())
-        rows = taco_compressibility_rows()
-        report["taco"] = {"tables": text, "compressibility": rows}
-        if not args.json:
-            print("## TACO front end (`linkcodec bench --taco`)\n")
-            print(text)
-            print("## How compressible TACO's e4m3 output is (`linkcodec bench --taco`)\n")
-            print("Compressibility in % (1 - bits/8) of the e4m3 bytes, totals over each "
-                  "kind's 24 files, every file coded with its own PMF; `huffman_fixed` "
-                  "from the other files of the kind. TACO's two float32 scales per 128 "
-                  "values add 0.5 bit/value (6.25 points) on top.\n")
-            print("| kind | stream | shannon | huffman | huffman_fixed | qlc_base | "
-                  "qlc_optimal |")
-            print("|---|---|---:|---:|---:|---:|---:|")
-            for row in rows:
-                print(f"| {row['kind']} | {row['stream']} | " + " | ".join(
-                    f"{100 * row[name]:.2f}" for name in
-                    ("shannon", "huffman", "huffman_fixed", "qlc_base", "qlc_optimal"))
-                    + " |")
-            print()
-    if args.compression or everything:
-        rows = class_table()
-        report["compression"] = [
-            {key: (list(value.sizes) if key == "optimal_layout" else value)
-             for key, value in row.items()} for row in rows]
-        if not args.json:
-            print("## QLC compression on the bundled tensors (`linkcodec bench --compression`)\n")
-            print(format_table(rows))
-            print()
-    if args.hardware or everything:
-        rows = hardware_rows(args.lanes)
-        report["hardware"] = rows
-        if not args.json:
-            print("## Cycles per symbol, no stalls (`linkcodec bench --hardware`)\n")
-            print("| block | lanes | word bits | symbols | cycles | symbols/cycle | "
-                  "of lanes | bit-exact |")
-            print("|---|---:|---:|---:|---:|---:|---:|---|")
-            for row in rows:
-                print(f"| {row['block']} | {row['lanes']} | {row['word_width']} | "
-                      f"{row['symbols']} | {row['cycles']} | {row['symbols_per_cycle']:.3f} | "
-                      f"{row['symbols_per_cycle'] / row['lanes']:.1%} | "
-                      f"{'yes' if row['bit_exact'] else 'NO'} |")
-            print(f"\n(file: {rows[0]['file']})")
     if args.json:
         print(json.dumps(report, indent=2))
-    ok = all(row["bit_exact"] for row in report.get("hardware", []))
-    return 0 if ok else 1
+    return 0 if all(row["bit_exact"] for row in report.get("hardware", [])) else 1

@@ -4,7 +4,7 @@ import numpy as np
 
 from .cli import bundled_files, tensor_kind
 
-__all__ = ["class_table", "format_table"]
+__all__ = ["markdown_table", "class_table", "format_table"]
 
 KINDS = ["ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"]
 
@@ -30,21 +30,29 @@ def class_table(files=None):
             code = QlcCode.from_pmf(counts, layout=layout)
             row[name] = code.expected_bits(counts)    # exactly the frame's bits / symbol
             if layout is None:
-                row["optimal_layout"] = code.layout
+                row["optimal_layout"] = list(code.layout.sizes)   # area sizes
         rows.append(row)
     return rows
 
 
-def format_table(rows):
-    lines = [
-        "| tensor class | files | symbols | entropy | QLC base | QLC optimal | optimal layout (sizes) |",
-        "|---|---:|---:|---:|---:|---:|---|",
-    ]
-    for row in rows:
-        def cell(bits):
-            return f"{bits:.3f} b ({1 - bits / 8:.1%})"
-        lines.append(
-            f"| {row['class']} | {row['files']} | {row['symbols']} | {cell(row['entropy'])} "
-            f"| {cell(row['qlc_base'])} | {cell(row['qlc_optimal'])} "
-            f"| {','.join(map(str, row['optimal_layout'].sizes))} |")
+def markdown_table(head, rows, align=None):
+    """A Markdown table: ``head`` the column titles, ``rows`` lists of cell strings,
+    ``align`` one letter a column (``l`` or ``r``; default: first ``l``, rest ``r``)."""
+    align = align or "l" + "r" * (len(head) - 1)
+    rule = "|" + "".join("---|" if a == "l" else "---:|" for a in align)
+    lines = ["| " + " | ".join(head) + " |", rule]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def format_table(rows):
+    def cell(bits):
+        return f"{bits:.3f} b ({1 - bits / 8:.1%})"
+
+    return markdown_table(
+        ["tensor class", "files", "symbols", "entropy", "QLC base", "QLC optimal",
+         "optimal layout (sizes)"],
+        [[row["class"], str(row["files"]), str(row["symbols"]), cell(row["entropy"]),
+          cell(row["qlc_base"]), cell(row["qlc_optimal"]),
+          ",".join(map(str, row["optimal_layout"]))] for row in rows],
+        align="lrrrrrl")
