@@ -35,6 +35,7 @@ __all__ = [
     "TruncatedStreamError",
     "InvalidCodeError",
     "pack_codes",
+    "as_symbols",
     "SymbolEncoder",
     "decode_prefix",
 ]
@@ -236,6 +237,18 @@ class _BitWriter:
         """``(data, nbits)`` of the frame written so far."""
         nbytes = (self.nbits + 7) // 8
         return self.words[: nbytes // 4 + 1].astype(">u4").tobytes()[:nbytes], self.nbits
+
+
+def as_symbols(symbols):
+    """``symbols`` as a flat uint8 array (bytes-like objects are taken as they are)."""
+    if isinstance(symbols, (bytes, bytearray, memoryview)):
+        return np.frombuffer(symbols, dtype=np.uint8)
+    array = np.asarray(symbols)
+    if array.dtype != np.uint8:
+        raise TypeError(f"symbols must be a uint8 array of e4m3 bit patterns, not "
+                        f"{array.dtype}; cast tensors with "
+                        f"linkcodec.golden.formats.to_e4m3_bits")
+    return array.reshape(-1)
 
 
 class SymbolEncoder:

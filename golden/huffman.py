@@ -48,6 +48,7 @@ import math
 import numpy as np
 
 from .bitstream import _as_index as _as_int
+from .bitstream import as_symbols as _as_symbols
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
                         SymbolEncoder, TruncatedStreamError, decode_prefix, pack_codes)
 
@@ -148,18 +149,6 @@ def _check_weights(weights, size=None):
         raise HuffmanCodebookError("weights are all zero: at least one symbol needs a "
                                    "nonzero weight")
     return array
-
-
-def _as_symbols(symbols):
-    """``symbols`` as a flat uint8 array (bytes-like objects are taken as they are)."""
-    if isinstance(symbols, (bytes, bytearray, memoryview)):
-        return np.frombuffer(symbols, dtype=np.uint8)
-    array = np.asarray(symbols)
-    if array.dtype != np.uint8:
-        raise TypeError(f"symbols must be a uint8 array of e4m3 bit patterns, not "
-                        f"{array.dtype}; cast tensors with "
-                        f"linkcodec.golden.formats.to_e4m3_bits")
-    return array.reshape(-1)
 
 
 def _normalised(weights):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bitstream import _as_index as _as_int
+from .bitstream import as_symbols as _as_symbols
 from .bitstream import (BitstreamError, InvalidCodeError, TruncatedStreamError, SymbolEncoder,
                         decode_prefix)
 
@@ -126,18 +127,6 @@ def _check_ranks(symbol_to_rank):
     ranks = array.astype(np.uint8)
     ranks.setflags(write=False)
     return ranks
-
-
-def _as_symbols(symbols):
-    """``symbols`` as a flat uint8 array (bytes-like objects are taken as they are)."""
-    if isinstance(symbols, (bytes, bytearray, memoryview)):
-        return np.frombuffer(symbols, dtype=np.uint8)
-    array = np.asarray(symbols)
-    if array.dtype != np.uint8:
-        raise TypeError(f"symbols must be a uint8 array of e4m3 bit patterns, not "
-                        f"{array.dtype}; cast tensors with "
-                        f"linkcodec.golden.formats.to_e4m3_bits")
-    return array.reshape(-1)
 
 
 # -- layout ----------------------------------------------------------------------------
