@@ -10,6 +10,7 @@ Sections:
 - ``--taco``: the TACO front end's reconstruction error and output entropy;
 - ``--single-stage``: each activation tensor's step 3 coded with a codebook from its
   steps 0-2, and with one from the other layers, against per-shard Huffman;
+- ``--data``: the bundled sample's steps and files, from its ``manifest.json`` and bytes;
 - ``--analyze``: ``linkcodec analyze`` on each (layer, kind) group of bundled tensors,
   whose 4 files are 4 consecutive training steps: the fixed codebook of each step comes
   from the other steps (leave-one-out).
@@ -40,6 +41,8 @@ def add_arguments(parser):
                         help="TACO reconstruction error and output entropy")
     parser.add_argument("--single-stage", dest="single_stage", action="store_true",
                         help="single-stage Huffman from earlier steps vs per-shard")
+    parser.add_argument("--data", action="store_true",
+                        help="the bundled sample's steps and per-kind file summary")
     parser.add_argument("--analyze", action="store_true",
                         help="analyze every (layer, kind) group of bundled tensors")
     parser.add_argument("--lanes", type=int, nargs="+", default=[1, 2, 4, 8])
@@ -268,8 +271,59 @@ def render_hardware(rows):
         align="lrrrrrrl") + f"\n\n(file: {rows[0]['file']})"
 
 
+def data_section():
+    """The capture's steps and, per kind and step, its six layers' files: from the
+    manifest ``linkcodec capture`` wrote, the pooled entropy from the bytes."""
+    from .cli import DATA_DIR
+    from .golden.huffman import entropy_bits
+
+    manifest = json.loads((DATA_DIR / "manifest.json").read_text())
+    steps = [{"step": step["step"],
+              "text": ", ".join(f"{source} {step['pair_sources'].count(source)}"
+                                for source in step["text_sources"]),
+              "sentences": step["sentences"],
+              "padded_batch": f"{step['batch_rows']} x {step['padded_length']}",
+              "real_tokens": step["real_tokens"], "kept": step["tokens_kept"],
+              "loss": step["loss_value"], "grad_norm": step["gradient_global_norm"]}
+             for step in manifest["steps"]]
+    groups = {}
+    for entry in manifest["files"]:
+        groups.setdefault((entry["kind"], entry["step"]), []).append(entry)
+    files = []
+    for (kind, step), entries in sorted(groups.items()):
+        counts = sum(np.bincount(np.load(DATA_DIR / e["file"]).reshape(-1), minlength=256)
+                     for e in entries)
+        entropies = [e["entropy_bits_per_symbol"] for e in entries]
+        amaxes = [e["amax"] for e in entries]
+        files.append({"kind": kind, "step": step, "files": len(entries),
+                      "shape": " x ".join(map(str, entries[0]["shape"])),
+                      "amax_min": min(amaxes), "amax_max": max(amaxes),
+                      "entropy_min": min(entropies), "entropy_max": max(entropies),
+                      "entropy_mean": sum(entropies) / len(entropies),
+                      "entropy_pooled": entropy_bits(counts)})
+    return {"steps": steps, "files": files}
+
+
+def render_data(section):
+    steps = markdown_table(
+        ["step", "text (pairs per source)", "sentences", "padded batch", "real tokens",
+         "kept", "loss", "grad norm"],
+        [[str(s["step"]), s["text"], str(s["sentences"]), s["padded_batch"],
+          str(s["real_tokens"]), str(s["kept"]), f"{s['loss']:.4f}", f"{s['grad_norm']:.2f}"]
+         for s in section["steps"]], align="rlrlrrrr")
+    files = markdown_table(
+        ["kind", "step", "shape", "amax (range over layers)", "entropy per file", "mean",
+         "pooled over layers"],
+        [[f"`{f['kind']}`", str(f["step"]), f["shape"],
+          f"{f['amax_min']:.4g} - {f['amax_max']:.4g}",
+          f"{f['entropy_min']:.3f} - {f['entropy_max']:.3f}", f"{f['entropy_mean']:.3f}",
+          f"{f['entropy_pooled']:.2f}"] for f in section["files"]], align="lrlllrr")
+    return steps + "\n\n" + files
+
+
 #: (flag, title, compute(args), render(result)), in the order the sections print.
 SECTIONS = [
+    ("data", "The bundled sample", lambda args: data_section(), render_data),
     ("single_stage", "Single-stage Huffman on step 3", lambda args: single_stage_rows(),
      render_single_stage),
     ("analyze", "Compressibility per tensor group", lambda args: analyze_rows(),

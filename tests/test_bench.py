@@ -43,3 +43,23 @@ def test_optimal_layout_beats_base_on_every_bundled_class():
     data, nbits = code.encode(symbols)
     assert np.array_equal(code.decode(data, nbits), symbols)
     assert nbits / symbols.size == rows[0]["qlc_optimal"]
+
+
+def test_data_section_matches_the_files():
+    """`linkcodec bench --data`: 4 steps, every kind and step with its 6 layers, and the
+    pooled entropy of a group from its bytes."""
+    import numpy as np
+
+    from linkcodec.bench import data_section
+    from linkcodec.cli import bundled_files
+    from linkcodec.golden.huffman import shannon_bits
+
+    section = data_section()
+    assert [step["step"] for step in section["steps"]] == [0, 1, 2, 3]
+    assert all(step["kept"] == 64 for step in section["steps"])
+    assert len(section["files"]) == 16 and all(f["files"] == 6 for f in section["files"])
+    group = next(f for f in section["files"] if (f["kind"], f["step"]) == ("ffn2_act", 3))
+    pooled = np.concatenate([np.load(p).reshape(-1)
+                             for p in bundled_files("ffn2_act", steps=[3])])
+    assert abs(group["entropy_pooled"] - shannon_bits(pooled)) < 1e-12
+    assert group["entropy_min"] <= group["entropy_mean"] <= group["entropy_max"]
