@@ -311,19 +311,6 @@ def _load_tensor(path):
     return None, _float_array(array, what=str(path))
 
 
-def _kind(path):
-    from ..cli import tensor_kind
-
-    return tensor_kind(path)
-
-
-def _grouped(files):
-    groups = {}
-    for path in files:
-        groups.setdefault(_kind(path), []).append(Path(path))
-    return groups
-
-
 def _mean_entropy(arrays):
     """Entropy of each array on its own, averaged with the arrays' sizes as weights."""
     sizes = np.array([array.size for array in arrays], dtype=np.float64)
@@ -333,8 +320,10 @@ def _mean_entropy(arrays):
     return float(np.sum(entropies * sizes) / sizes.sum())
 
 
-def taco_error_table(files, *, block=DEFAULT_BLOCK, target_energy=1.0):
+def taco_error_table(groups, *, block=DEFAULT_BLOCK, target_energy=1.0):
     """Error and entropy of TACO against per-tensor FP8 and INT8, one row per tensor kind.
+
+    ``groups`` maps a kind's name to its ``.npy`` files, in the order the rows come.
 
     Every file is quantised on its own (its own per-tensor amax, its own TACO blocks);
     the layers of a kind are then pooled: ``*_rel_rms`` is sqrt(sum of squared errors /
@@ -351,7 +340,8 @@ def taco_error_table(files, *, block=DEFAULT_BLOCK, target_energy=1.0):
         "int8": int8_per_tensor,
     }
     rows = []
-    for kind, paths in _grouped(files).items():
+    for kind, paths in groups.items():
+        paths = [Path(path) for path in paths]
         squares = 0.0
         squared_errors = dict.fromkeys(methods, 0.0)
         worst = {name: {"max_abs": 0.0, "rel_max": 0.0} for name in methods}
@@ -420,11 +410,12 @@ def outlier_sweep(factors=(1, 10, 100, 1000), *, seed=0, shape=(256, 1024),
     return rows
 
 
-def report_markdown(files, *, block=DEFAULT_BLOCK, target_energy=1.0):
+def report_markdown(groups, *, block=DEFAULT_BLOCK, target_energy=1.0):
     """The TACO tables of ``docs/taco.md`` (``linkcodec bench --taco``) as Markdown:
-    error and entropy on ``files`` (:func:`taco_error_table`), then :func:`outlier_sweep`.
+    error and entropy on ``groups`` (kind to files, :func:`taco_error_table`), then
+    :func:`outlier_sweep`.
     """
-    rows = taco_error_table(files, block=block, target_energy=target_energy)
+    rows = taco_error_table(groups, block=block, target_energy=target_energy)
     lines = [
         f"## TACO error against per-tensor FP8 and INT8 (block {block}, "
         f"target energy {target_energy:g})",

@@ -244,7 +244,10 @@ def render_golden(rows):
 def taco_section():
     from .golden.taco import report_markdown
 
-    return {"tables": report_markdown(bundled_files()),
+    groups = {}
+    for path in bundled_files():
+        groups.setdefault(tensor_kind(path), []).append(path)
+    return {"tables": report_markdown(groups),
             "compressibility": taco_compressibility_rows()}
 
 

@@ -209,7 +209,8 @@ def test_error_table_on_bundled_tensors(tmp_path):
     files = (bundled_files("ffn1_act", layers=[0, 1]) + bundled_files("ffn1_grad", layers=[0]))
     floats = tmp_path / "minilm_l0_ffn9_act_s0.npy"
     np.save(floats, gaussian_with_outliers(10.0, shape=(4, 256)))
-    rows = {row["kind"]: row for row in taco_error_table(files + [floats])}
+    groups = {"ffn1_act": files[:8], "ffn1_grad": files[8:], "ffn9_act": [floats]}
+    rows = {row["kind"]: row for row in taco_error_table(groups)}
     assert list(rows) == ["ffn1_act", "ffn1_grad", "ffn9_act"]
     act = rows["ffn1_act"]
     assert act["files"] == 8 and act["values"] == 8 * 64 * 384   # 2 layers x 4 steps
@@ -222,7 +223,7 @@ def test_error_table_on_bundled_tensors(tmp_path):
 
 
 def test_report_markdown_renders_the_tables():
-    text = report_markdown(bundled_files("ffn2_act", layers=[5]))
+    text = report_markdown({"ffn2_act": bundled_files("ffn2_act", layers=[5])})
     assert "| ffn2_act | 4 | 393216 |" in text      # 4 steps x 64 tokens x 1536
     assert text.count("\n|---") == 3 and "Synthetic" in text
 
