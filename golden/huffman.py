@@ -49,6 +49,7 @@ import numpy as np
 
 from .bitstream import _as_index as _as_int
 from .bitstream import as_symbols as _as_symbols
+from .formats import FormatError, e4m3_pmf_at_scale
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
                         SymbolEncoder, TruncatedStreamError, decode_prefix, pack_codes)
 
@@ -309,17 +310,39 @@ def smooth_pmf(pmf, smoothing=DEFAULT_SMOOTHING):
     return (1.0 - smoothing) * _normalised(weights) + smoothing / SYMBOLS
 
 
-def average_pmf(batches):
+def average_pmf(batches, scales=None, *, scale=None):
     """Average of the normalised PMFs of ``batches`` (uint8 symbol arrays); empty batches
-    are skipped. Returns ``(pmf, batches_used, symbols)``."""
-    pmfs, total = [], 0
-    for batch in batches:
+    are skipped. Returns ``(pmf, batches_used, symbols)``.
+
+    With ``scales`` (one per batch, the factor each was multiplied by before the e4m3
+    cast) and the ``scale`` of the batch to come, the average is taken of the values, not
+    the codes, and cast at ``scale``: :func:`~linkcodec.golden.formats.e4m3_pmf_at_scale`.
+    Under per-tensor amax scaling that keeps the codebook of an activation tensor in step
+    with its scale (``docs/huffman.md``)."""
+    batches = list(batches)
+    if (scales is None) != (scale is None):
+        raise HuffmanCodebookError("give both scales (one per batch) and scale (the next "
+                                   "batch's), or neither")
+    if scales is not None:
+        scales = list(scales)
+        if len(scales) != len(batches):
+            raise HuffmanCodebookError(f"{len(scales)} scales for {len(batches)} batches: "
+                                       f"give one scale per batch")
+    pmfs, kept, total = [], [], 0
+    for index, batch in enumerate(batches):
         symbols = _as_symbols(batch)
         if symbols.size:
             pmfs.append(np.bincount(symbols, minlength=SYMBOLS) / symbols.size)
+            kept.append(index)
             total += symbols.size
     if not pmfs:
         raise HuffmanCodebookError("no symbols: every batch is empty (or there are none)")
+    if scales is not None:
+        try:
+            pmf = e4m3_pmf_at_scale(pmfs, [scales[i] for i in kept], scale)
+        except FormatError as error:
+            raise HuffmanCodebookError(str(error)) from None
+        return pmf, len(pmfs), total
     # An exactly rounded sum per symbol: the same batches give the same codebook anywhere.
     pmf = np.array([math.fsum(column) for column in np.array(pmfs).T.tolist()]) / len(pmfs)
     return pmf, len(pmfs), total
@@ -463,16 +486,22 @@ class HuffmanCodebook:
 
     @classmethod
     def from_batches(cls, batches, max_length=DEFAULT_MAX_LENGTH,
-                     smoothing=DEFAULT_SMOOTHING, *, id=None, source=None):
+                     smoothing=DEFAULT_SMOOTHING, *, scales=None, scale=None, id=None,
+                     source=None):
         """The codebook for the average of the normalised PMFs of ``batches``.
 
         ``batches``: an iterable of uint8 symbol arrays (earlier traffic); empty ones are
-        skipped. Each batch weighs the same, whatever its size. ``source`` records
-        ``built_by``, ``batches``, ``symbols`` and ``smoothing``.
+        skipped. Each batch weighs the same, whatever its size. ``scales`` and ``scale``:
+        the batches' e4m3 scales and the scale of the batch to be coded, for a codebook
+        that follows the scale (:func:`average_pmf`). ``source`` records ``built_by``,
+        ``batches``, ``symbols``, ``smoothing`` and any scales.
         """
-        pmf, used, total = average_pmf(batches)
+        pmf, used, total = average_pmf(batches, scales, scale=scale)
         info = {"built_by": "from_batches (average of per-batch PMFs)", "batches": used,
                 "symbols": int(total)}
+        if scales is not None:
+            info.update(built_by="from_batches (average of per-batch PMFs at one scale)",
+                        scales=[float(s) for s in scales], scale=float(scale))
         info.update(source or {})
         return cls.from_pmf(pmf, max_length, smoothing, id=id, source=info)
 

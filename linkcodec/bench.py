@@ -8,8 +8,9 @@ Sections:
 - ``--golden``: speed of the golden encoders and decoders on one core, MB/s of symbols,
   side by side with zstd and zlib on the same data in the same run;
 - ``--taco``: the TACO front end's reconstruction error and output entropy;
-- ``--single-stage``: each activation tensor's step 3 coded with a codebook from its
-  steps 0-2, and with one from the other layers, against per-shard Huffman;
+- ``--single-stage``: each tensor's step 3 coded with a codebook from its steps 0-2 (as
+  codes, and as values cast at step 3's scale), and with one from the other layers,
+  against per-shard Huffman;
 - ``--data``: the bundled sample's steps and files, from its ``manifest.json`` and bytes;
 - ``--analyze``: ``linkcodec analyze`` on each (layer, kind) group of bundled tensors,
   whose 4 files are 4 consecutive training steps: the fixed codebook of each step comes
@@ -24,8 +25,8 @@ import zlib
 
 import numpy as np
 
-from .cli import bundled_files, tensor_kind
-from .report import class_table, format_table, markdown_table
+from .cli import bundled_files, bundled_scale, tensor_kind
+from .report import KINDS, class_table, format_table, markdown_table
 
 __all__ = ["add_arguments", "run"]
 
@@ -70,9 +71,10 @@ def hardware_rows(lanes_list, *, kind="ffn2_act", layer=3):
     return rows
 
 
-def single_stage_rows(kinds=("ffn1_act", "ffn2_act")):
-    """Per tensor (layer) of ``kinds``: step 3 under per-shard Huffman, a codebook from
-    steps 0-2 of the same tensor, and one from the other five layers at step 3. Every
+def single_stage_rows(kinds=KINDS):
+    """Per tensor (layer) of ``kinds``: step 3 under per-shard Huffman, under a codebook
+    from steps 0-2 of the same tensor (their average PMF as codes, and as values cast at
+    step 3's scale), and under one from the other five layers at step 3. Every
     fixed-code frame is encoded and decoded; its bits are the true frame length."""
     from .golden.huffman import (HuffmanCodebook, average_pmf, per_shard_huffman_bits,
                                  shannon_bits)
@@ -86,17 +88,23 @@ def single_stage_rows(kinds=("ffn1_act", "ffn2_act")):
     rows = []
     for kind in kinds:
         for layer in range(6):
-            steps = [np.load(p).reshape(-1) for p in bundled_files(kind, layers=[layer])]
+            paths = bundled_files(kind, layers=[layer])
+            steps = [np.load(p).reshape(-1) for p in paths]
+            scales = [bundled_scale(p) for p in paths]
             late = steps[3]
             others = [np.load(p).reshape(-1) for p in bundled_files(kind, steps=[3])
                       if f"_l{layer}_" not in p.name]
             pmf, _, _ = average_pmf(steps[:3])
+            at_scale = HuffmanCodebook.from_batches(steps[:3], scales=scales[:3],
+                                                    scale=scales[3])
             rows.append({
                 "kind": kind, "layer": layer, "symbols": int(late.size),
+                "scale_change": round(max(abs(s / scales[3] - 1) for s in scales[:3]), 4),
                 "shannon": 1 - shannon_bits(late) / 8,
                 "huffman": 1 - per_shard_huffman_bits(late) / 8,
                 "fixed_earlier_steps": 1 - fixed(HuffmanCodebook.from_batches(steps[:3]),
                                                  late) / 8,
+                "fixed_at_scale": 1 - fixed(at_scale, late) / 8,
                 "unseen_percent": 100 * float(np.isin(late, np.flatnonzero(pmf == 0)).mean()),
                 "fixed_other_layers": 1 - fixed(HuffmanCodebook.from_batches(others),
                                                 late) / 8,
@@ -108,7 +116,6 @@ def analyze_rows():
     """One row per (kind, layer): the totals of ``linkcodec analyze`` over its steps."""
     from .analyze import analyze_shards
     from .inputs import read_shards
-    from .report import KINDS
 
     rows = []
     for kind in KINDS:
@@ -130,7 +137,6 @@ def taco_compressibility_rows():
     from .golden.formats import e4m3_bits_to_float
     from .golden.taco import quantize
     from .inputs import Shard
-    from .report import KINDS
 
     rows = []
     for kind in KINDS:
@@ -209,11 +215,14 @@ def _points(value):
 
 def render_single_stage(rows):
     return markdown_table(
-        ["kind", "layer", "Shannon", "per-shard Huffman", "fixed, from steps 0-2",
+        ["kind", "layer", "scale change", "Shannon", "per-shard Huffman",
+         "fixed, steps 0-2 as codes", "fixed, steps 0-2 at step 3's scale",
          "step-3 symbols unseen in steps 0-2 (%)", "fixed, from the other 5 layers"],
-        [[row["kind"], str(row["layer"]), _points(row["shannon"]), _points(row["huffman"]),
-          _points(row["fixed_earlier_steps"]), f"{row['unseen_percent']:.2f}",
-          _points(row["fixed_other_layers"])] for row in rows])
+        [[row["kind"], str(row["layer"]), f"{100 * row['scale_change']:.1f}%",
+          _points(row["shannon"]), _points(row["huffman"]),
+          _points(row["fixed_earlier_steps"]), _points(row["fixed_at_scale"]),
+          f"{row['unseen_percent']:.2f}", _points(row["fixed_other_layers"])]
+         for row in rows])
 
 
 def render_analyze(rows):

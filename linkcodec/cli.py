@@ -12,6 +12,7 @@
 """
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main", "DATA_DIR", "bundled_files"]
+__all__ = ["main", "DATA_DIR", "bundled_files", "bundled_scale"]
 
 #: The bundled real tensor sample (see docs/data.md).
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -43,6 +44,21 @@ def bundled_files(kind=None, layers=None, steps=None):
                 and (steps is None or step in steps)):
             found.append(((layer, match["kind"], step), path))
     return [path for _, path in sorted(found)]
+
+
+@functools.cache
+def _bundled_scales():
+    manifest = json.loads((DATA_DIR / "manifest.json").read_text())
+    return {entry["file"]: float(entry["scale"]) for entry in manifest["files"]}
+
+
+def bundled_scale(path):
+    """The factor a bundled file's tensor was multiplied by before its e4m3 cast (448 /
+    amax of that step), from the sample's ``manifest.json``."""
+    try:
+        return _bundled_scales()[Path(path).name]
+    except KeyError:
+        raise KeyError(f"{Path(path).name} is not a file of the bundled sample") from None
 
 
 def tensor_kind(path):
@@ -130,9 +146,19 @@ def cmd_codebook_build(args):
     shards = read_shards(args.sources, format=args.format)
     batches = [_byte_plane(shard) for shard in shards]
     max_length = DEFAULT_MAX_LENGTH if args.max_length is None else args.max_length
-    book = HuffmanCodebook.from_batches(batches, max_length=max_length)
+    if (args.scales is None) != (args.scale is None):
+        raise ValueError("give --scales (one per source tensor) and --scale (the scale of "
+                         "the tensors to be coded) together")
+    if args.scales is not None and args.format != "e4m3":
+        raise ValueError("--scales and --scale follow e4m3 scaling; bf16 has no scale")
+    if args.scales is not None and len(args.scales) != len(batches):
+        raise ValueError(f"{len(args.scales)} --scales for {len(batches)} source tensors; "
+                         f"give one scale per tensor")
+    book = HuffmanCodebook.from_batches(batches, max_length=max_length, scales=args.scales,
+                                        scale=args.scale)
     book.save(args.output)
-    print(f"codebook {book.id}: {len(batches)} batches, "
+    at = "" if args.scale is None else f", at scale {args.scale:g}"
+    print(f"codebook {book.id}: {len(batches)} batches{at}, "
           f"{sum(b.size for b in batches)} symbols, max length {book.max_length}, "
           f"written to {args.output}")
     return 0
@@ -198,6 +224,13 @@ def build_parser():
     build.add_argument("--format", choices=["e4m3", "bf16"], default="e4m3")
     build.add_argument("--max-length", type=int, default=None,
                        help="longest code in bits (default: the hardware table's limit)")
+    build.add_argument("--scales", type=float, nargs="+", metavar="S",
+                       help="e4m3 only: the scale each source tensor was cast with "
+                            "(448 / its amax), one per tensor; with --scale")
+    build.add_argument("--scale", type=float, metavar="S",
+                       help="the scale of the tensors the codebook will code: the average "
+                            "PMF is taken of the values and cast at this scale "
+                            "(docs/huffman.md, 'Scale changes')")
     build.set_defaults(func=cmd_codebook_build)
 
     demo = commands.add_parser("demo", help="compress the bundled real tensors and simulate")

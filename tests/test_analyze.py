@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from linkcodec.analyze import METRICS, analyze_shards
-from linkcodec.cli import bundled_files, main
+from linkcodec.cli import bundled_files, bundled_scale, main
 from linkcodec.golden.exponent import encode as remap_encode, split, table_from_tensor_sigma
 from linkcodec.golden.huffman import HuffmanCodebook, per_shard_huffman_bits
 from linkcodec.golden.qlc import QlcCode, QlcLayout
@@ -118,6 +118,35 @@ def test_codebook_build_then_analyze_with_it(tmp_path, capsys):
     assert row["huffman_fixed"] == pytest.approx(
         1 - book.lengths[symbols].astype(int).mean() / 8)
     assert row["huffman"] - row["huffman_fixed"] < 0.005
+
+
+def test_codebook_build_at_a_scale(tmp_path, capsys):
+    """``--scales``/``--scale``: ffn2_act layer 0, whose step 3 has a new amax. The
+    codebook from steps 0-2 carried to step 3's scale is the golden one and within 0.5
+    points of per-shard Huffman; built from the codes alone it is 8 points off."""
+    paths = bundled_files("ffn2_act", layers=[0])
+    scales = [bundled_scale(p) for p in paths]
+    book_path = tmp_path / "book.json"
+    assert main(["codebook", "build", "--from", *map(str, paths[:3]), "-o", str(book_path),
+                 "--scales", *map(repr, scales[:3]), "--scale", repr(scales[3])]) == 0
+    assert "at scale" in capsys.readouterr().out
+    book = HuffmanCodebook.load(book_path)
+    expected = HuffmanCodebook.from_batches([np.load(p) for p in paths[:3]],
+                                            scales=scales[:3], scale=scales[3])
+    assert book == expected and book.source["scale"] == scales[3]
+    (row,) = run_json(capsys, "--codebook", str(book_path), str(paths[3]))["files"]
+    assert row["huffman"] - row["huffman_fixed"] < 0.005
+    plain = HuffmanCodebook.from_batches([np.load(p) for p in paths[:3]])
+    symbols = np.load(paths[3]).reshape(-1)
+    assert row["huffman_fixed"] - (1 - plain.lengths[symbols].astype(int).mean() / 8) > 0.05
+    for extra, message in [(["--scale", "2"], "give --scales"),
+                           (["--scales", "1", "--scale", "2"], "1 --scales for 3 source"),
+                           (["--scales", "1", "1", "1", "--scale", "0"], "scale is 0.0"),
+                           (["--format", "bf16", "--scales", "1", "1", "1", "--scale", "2"],
+                            "bf16 has no scale")]:
+        assert main(["codebook", "build", "--from", *map(str, paths[:3]), "-o",
+                     str(book_path), *extra]) == 2
+        assert message in capsys.readouterr().err
 
 
 def test_plot_writes_a_png(tmp_path, capsys):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from linkcodec.cli import bundled_files
+from linkcodec.golden.formats import e4m3_pmf_at_scale
 from linkcodec.golden.bitstream import BitstreamError, InvalidCodeError, TruncatedStreamError
 from linkcodec.golden.huffman import (DEFAULT_MAX_LENGTH, DEFAULT_SMOOTHING, HuffmanCodebook,
                                       HuffmanCodebookError, HuffmanDecodeError,
@@ -294,6 +295,33 @@ def test_average_pmf_weighs_batches_equally():
         average_pmf([])
     with pytest.raises(TypeError, match="must be a uint8 array"):
         average_pmf([np.zeros(3, dtype=np.int16)])
+
+
+def test_average_pmf_at_a_scale():
+    """With scales, the average follows the values to the next batch's scale
+    (``formats.e4m3_pmf_at_scale``); an empty batch drops out with its scale."""
+    one = np.full(100, 0x30, dtype=np.uint8)           # 1.0
+    empty = np.zeros(0, dtype=np.uint8)
+    pmf, used, symbols = average_pmf([one, empty], [1.0, 7.0], scale=2.0)
+    assert (used, symbols) == (1, 100)
+    np.testing.assert_array_equal(pmf, e4m3_pmf_at_scale([np.bincount(one, minlength=256)],
+                                                         [1.0], 2.0))
+    assert pmf[0x30] == 0 and pmf[0x37:0x3A].sum() == pytest.approx(1)
+    assert np.array_equal(average_pmf([one], [2.0], scale=2.0)[0], average_pmf([one])[0])
+    book = HuffmanCodebook.from_batches([one, empty], scales=[1.0, 7.0], scale=2.0)
+    assert book.source == {"built_by": "from_batches (average of per-batch PMFs at one scale)",
+                           "batches": 1, "symbols": 100, "smoothing": DEFAULT_SMOOTHING,
+                           "scales": [1.0, 7.0], "scale": 2.0}
+    assert book == HuffmanCodebook.from_pmf(pmf, source=book.source)
+    assert HuffmanCodebook.from_json(book.to_json()).source == book.source
+    with pytest.raises(HuffmanCodebookError, match="give both scales"):
+        average_pmf([one], [1.0])
+    with pytest.raises(HuffmanCodebookError, match="give both scales"):
+        HuffmanCodebook.from_batches([one], scale=1.0)
+    with pytest.raises(HuffmanCodebookError, match="2 scales for 1 batches"):
+        average_pmf([one], [1.0, 2.0], scale=1.0)
+    with pytest.raises(HuffmanCodebookError, match="the target scale is -1.0"):
+        average_pmf([one], [1.0], scale=-1.0)
 
 
 def test_smoothing_and_length_limit_cost_little_on_real_tensors():
