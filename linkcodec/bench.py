@@ -95,8 +95,10 @@ def single_stage_rows(kinds=KINDS):
             others = [np.load(p).reshape(-1) for p in bundled_files(kind, steps=[3])
                       if f"_l{layer}_" not in p.name]
             pmf, _, _ = average_pmf(steps[:3])
+            start = time.perf_counter()
             at_scale = HuffmanCodebook.from_batches(steps[:3], scales=scales[:3],
                                                     scale=scales[3])
+            build_ms = 1e3 * (time.perf_counter() - start)
             rows.append({
                 "kind": kind, "layer": layer, "symbols": int(late.size),
                 "scale_change": round(max(abs(s / scales[3] - 1) for s in scales[:3]), 4),
@@ -105,6 +107,7 @@ def single_stage_rows(kinds=KINDS):
                 "fixed_earlier_steps": 1 - fixed(HuffmanCodebook.from_batches(steps[:3]),
                                                  late) / 8,
                 "fixed_at_scale": 1 - fixed(at_scale, late) / 8,
+                "build_ms_at_scale": round(build_ms, 2),
                 "unseen_percent": 100 * float(np.isin(late, np.flatnonzero(pmf == 0)).mean()),
                 "fixed_other_layers": 1 - fixed(HuffmanCodebook.from_batches(others),
                                                 late) / 8,
@@ -214,6 +217,7 @@ def _points(value):
 
 
 def render_single_stage(rows):
+    builds = sorted(row["build_ms_at_scale"] for row in rows)
     return markdown_table(
         ["kind", "layer", "scale change", "Shannon", "per-shard Huffman",
          "fixed, steps 0-2 as codes", "fixed, steps 0-2 at step 3's scale",
@@ -222,7 +226,10 @@ def render_single_stage(rows):
           _points(row["shannon"]), _points(row["huffman"]),
           _points(row["fixed_earlier_steps"]), _points(row["fixed_at_scale"]),
           f"{row['unseen_percent']:.2f}", _points(row["fixed_other_layers"])]
-         for row in rows])
+         for row in rows]) + (
+        f"\n\nBuilding a codebook at step 3's scale from steps 0-2 (histograms, fit, "
+        f"package-merge; golden NumPy, one core): median {builds[len(builds) // 2]:.1f} ms, "
+        f"max {builds[-1]:.1f} ms.")
 
 
 def render_analyze(rows):
