@@ -69,8 +69,9 @@ def _check_scale(scale, name):
         scale = float(scale)
     except (TypeError, ValueError):
         raise FormatError(f"{name} must be a number, not {type(scale).__name__}") from None
-    if not (math.isfinite(scale) and scale > 0):
-        raise FormatError(f"{name} is {scale}; a scale must be finite and > 0")
+    if not 2.0 ** -126 <= scale <= 2.0 ** 127:   # also refuses NaN
+        raise FormatError(f"{name} is {scale}; a scale must be > 0, within float32's "
+                          f"normal range (2**-126 .. 2**127)")
     return scale
 
 

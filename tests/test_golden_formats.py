@@ -5,6 +5,9 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from linkcodec.golden.formats import (E4M3_MAX, FormatError, e4m3_bits_to_float,
                                       e4m3_pmf_at_scale, to_e4m3_bits)
@@ -79,6 +82,13 @@ def test_values_move_to_the_code_of_the_new_scale():
     assert e4m3_pmf_at_scale([top], [1.0], 4.0)[0x7E] == pytest.approx(1)
 
 
+def test_extreme_scales_stay_finite():
+    pmf = np.ones((2, 256))
+    for scales, scale in [([2.0 ** -126, 1.0], 2.0 ** 127), ([2.0 ** 127, 1.0], 2.0 ** -126)]:
+        moved = e4m3_pmf_at_scale(pmf, scales, scale)
+        assert np.isfinite(moved).all() and moved.sum() == pytest.approx(1)
+
+
 def test_nan_codes_keep_their_weight():
     pmf = np.zeros(256)
     pmf[[0x7F, 0x40, 0xFF]] = [1, 2, 1]
@@ -91,8 +101,11 @@ def test_nan_codes_keep_their_weight():
     (np.ones((1, 255)), [1.0], 1.0, 5, r"\(batches, 256\) array, not shape \(1, 255\)"),
     (np.zeros((1, 256)), [1.0], 1.0, 5, "not all zero"),
     (-np.ones((1, 256)), [1.0], 1.0, 5, ">= 0"),
-    (np.ones((1, 256)), [0.0], 1.0, 5, "a batch scale is 0.0; a scale must be finite and > 0"),
+    (np.ones((1, 256)), [0.0], 1.0, 5, "a batch scale is 0.0; a scale must be > 0"),
+    (np.ones((1, 256)), [1.0], 1e300, 5, r"target scale is 1e\+300; .* normal range"),
+    (np.ones((1, 256)), [5e-324], 1.0, 5, "a batch scale is 5e-324"),
     (np.ones((1, 256)), [1.0], float("nan"), 5, "the target scale is nan"),
+    (np.ones((1, 256)), [1.0], float("inf"), 5, "the target scale is inf"),
     (np.ones((1, 256)), ["x"], 1.0, 5, "a batch scale must be a number, not str"),
     (np.ones((1, 256)), [1.0], 2.0, -1, "iterations must be an integer >= 0"),
     (np.ones((1, 256)), [1.0], 2.0, 2.5, "iterations must be an integer >= 0"),
@@ -100,3 +113,19 @@ def test_nan_codes_keep_their_weight():
 def test_bad_arguments_are_refused(pmfs, scales, scale, iterations, message):
     with pytest.raises(FormatError, match=message):
         e4m3_pmf_at_scale(pmfs, scales, scale, iterations)
+
+
+@settings(max_examples=60, deadline=None)
+@given(counts=hnp.arrays(np.int64, st.tuples(st.integers(1, 4), st.just(256)),
+                         elements=st.integers(0, 1000)),
+       exponents=st.lists(st.floats(-20, 20), min_size=5, max_size=5),
+       iterations=st.integers(0, 30))
+def test_any_history_gives_a_pmf(counts, exponents, iterations):
+    """Whatever the histories and scales: a PMF (finite, >= 0, sum 1), and the same one
+    when computed again."""
+    assume(counts.any(axis=1).all())
+    scales = [2.0 ** e for e in exponents[:counts.shape[0]]]
+    pmf = e4m3_pmf_at_scale(counts, scales, 2.0 ** exponents[4], iterations)
+    assert np.isfinite(pmf).all() and (pmf >= 0).all() and pmf.sum() == pytest.approx(1)
+    np.testing.assert_array_equal(
+        pmf, e4m3_pmf_at_scale(counts, scales, 2.0 ** exponents[4], iterations))
