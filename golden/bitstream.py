@@ -517,6 +517,7 @@ class _DecodeTables:
         advance = np.empty(count, dtype=dtype)
         words, shift, advance_of = self.words, dtype(self.shift), self.advance
         step = 0
+        clip_from = None  # the first column that may hold positions past their end
         while True:
             for row in range(_CHECK_EVERY):
                 position = recent[row]
@@ -530,15 +531,21 @@ class _DecodeTables:
             if step + 2 * _CHECK_EVERY >= table.shape[1]:  # only invalid windows get here
                 table = np.concatenate([table, np.empty_like(table)], axis=1)
             table[:, step:step + _CHECK_EVERY] = recent[:_CHECK_EVERY].T
-            step += _CHECK_EVERY
             recent[0] = recent[_CHECK_EVERY]
-            if (recent[0] >= ends).all():
+            past = recent[0] >= ends
+            if clip_from is None and past.any():
+                clip_from = step
+            step += _CHECK_EVERY
+            if past.all():
                 break
         table[:, step] = recent[0]
         if table.shape[1] > 2 * (step + 1):
             table = table[:, :step + 1].copy()
         table[:, step + 1:] = ends[:, None]
-        np.minimum(table, ends[:, None], out=table)
+        # Positions only grow, so no row passed its end before the block where the first
+        # one did: only the columns from there on need clipping.
+        tail = table[:, clip_from:]
+        np.minimum(tail, ends[:, None], out=tail)
         return table
 
 
