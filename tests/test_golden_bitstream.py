@@ -300,6 +300,19 @@ def test_invalid_code_deep_in_a_long_frame():
         decode_prefix(frame, nbits, window_bits, lut_length, lut_symbol)
 
 
+def test_long_invalid_run_grows_the_walk():
+    # Codes of 6..8 bits, then many bytes of ones (no code word): chunks there step one bit
+    # at a time, far more steps than a chunk of shortest codes, so the walk table grows.
+    window_bits, codes, lengths, lut_length, lut_symbol = 8, *prefix_code([6, 6, 7, 8], 8)
+    rng = np.random.default_rng(5)
+    symbols = rng.integers(0, 4, 20_000)
+    head, head_bits = pack_codes(codes[symbols], lengths[symbols])
+    frame = head + b"\xff" * 40_000
+    for nbits in (head_bits, head_bits + 1, 8 * len(frame)):
+        expected = reference_decode(frame, nbits, window_bits, lut_length, lut_symbol)
+        assert outcome(frame, nbits, window_bits, lut_length, lut_symbol) == expected
+
+
 @pytest.mark.parametrize("count", [0, 1, 7, 4095, 4096, 4097, 70001])
 def test_symbol_encoder_matches_pack_codes(count):
     """The pair-table encoder makes exactly the frame pack_codes makes, odd tails included."""
