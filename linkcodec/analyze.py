@@ -8,7 +8,9 @@ bits a value for e4m3, 16 for bf16):
 - ``huffman``: a length-limited Huffman code built from the shard itself (two passes:
   the baseline that single-stage Huffman avoids);
 - ``huffman_fixed``: single-stage Huffman, the codebook built from the average PMF of all
-  the *other* shards given (leave-one-out), or the ``--codebook`` file;
+  the *other* shards given (leave-one-out), or the ``--codebook`` file. With ``--scales``
+  (each e4m3 shard's scale, 448 / amax) the average is taken of the other shards' values
+  and cast at this shard's scale (``docs/huffman.md``, "Scale changes");
 - ``qlc_base`` and ``qlc_optimal``: QLC with the base layout and with the optimiser's
   layout, ranks from the shard's PMF (e4m3 only);
 - ``exponent_remap`` (bf16): ZipCCL's remap with the table from the tensor's sigma;
@@ -56,13 +58,27 @@ def _byte_plane(shard):
     return split(shard.symbols)[1]
 
 
-def analyze_shards(shards, *, codebook=None):
-    """Per-shard figures (list of dicts) and the size-weighted totals (dict)."""
+def analyze_shards(shards, *, codebook=None, scales=None):
+    """Per-shard figures (list of dicts) and the size-weighted totals (dict).
+
+    ``scales``: one e4m3 scale per shard, for a leave-one-out codebook that follows it."""
+    from .golden.formats import e4m3_pmf_at_scale
     from .golden.huffman import HuffmanCodebook, entropy_bits, per_shard_huffman_bits
     from .golden.qlc import QlcCode, QlcLayout
 
     if not shards:
         raise ValueError("no tensors to analyze")
+    if scales is not None:
+        scales = list(scales)
+        if codebook is not None:
+            raise ValueError("--scales builds the leave-one-out codebooks; it does not "
+                             "apply to a --codebook file")
+        if len(scales) != len(shards):
+            raise ValueError(f"{len(scales)} scales for {len(shards)} tensors: give one "
+                             f"scale per tensor")
+        bf16 = [f"{shard.file}:{shard.tensor}" for shard in shards if shard.format != "e4m3"]
+        if bf16:
+            raise ValueError(f"{bf16[0]} is bf16; scales follow e4m3 scaling")
     planes = [_byte_plane(shard) for shard in shards]
     counts = [np.bincount(plane, minlength=256).astype(np.float64) for plane in planes]
     pmfs = [c / c.sum() if c.sum() else c for c in counts]
@@ -90,7 +106,13 @@ def analyze_shards(shards, *, codebook=None):
         bits["huffman"] = extra + per_shard_huffman_bits(plane)
 
         fixed, average = codebook, None
-        if fixed is None and len(shards) > 1:
+        others = [other for other in range(len(shards))
+                  if other != index and counts[other].any()]
+        if fixed is None and others and scales is not None:
+            average = e4m3_pmf_at_scale([counts[other] for other in others],
+                                        [scales[other] for other in others], scales[index])
+            fixed = HuffmanCodebook.from_pmf(average)
+        elif fixed is None and len(shards) > 1:
             average = (pmf_sum - pmfs[index]) / (len(shards) - 1)
             fixed = HuffmanCodebook.from_pmf(average)
         if fixed is not None:
@@ -143,6 +165,9 @@ def add_arguments(parser):
     parser.add_argument("--plot", metavar="PNG", help="draw the PMF and code lengths")
     parser.add_argument("--codebook", metavar="JSON",
                         help="a codebook from `linkcodec codebook build` for huffman_fixed")
+    parser.add_argument("--scales", type=float, nargs="+", metavar="S",
+                        help="e4m3: each tensor's scale (448 / amax), one per tensor; the "
+                             "leave-one-out codebook then follows the scale")
 
 
 def _percent(value):
@@ -169,7 +194,7 @@ def run(args):
 
     codebook = HuffmanCodebook.load(args.codebook) if args.codebook else None
     shards = read_shards(args.files, format=args.format)
-    rows, total = analyze_shards(shards, codebook=codebook)
+    rows, total = analyze_shards(shards, codebook=codebook, scales=args.scales)
     if args.plot:
         from .plot import plot_analysis
 

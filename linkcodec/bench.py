@@ -116,9 +116,14 @@ def single_stage_rows(kinds=KINDS):
 
 
 def analyze_rows():
-    """One row per (kind, layer): the totals of ``linkcodec analyze`` over its steps."""
+    """One row per (kind, layer): the totals of ``linkcodec analyze`` over its steps, with
+    the leave-one-out codebook as codes, and the gaps of the one at each step's scale
+    (``analyze --scales``)."""
     from .analyze import analyze_shards
     from .inputs import read_shards
+
+    def gaps(rows):
+        return [row["huffman"] - row["huffman_fixed"] for row in rows]
 
     rows = []
     for kind in KINDS:
@@ -126,10 +131,14 @@ def analyze_rows():
             files = bundled_files(kind, layers=[layer])
             if not files:
                 continue
-            shard_rows, total = analyze_shards(read_shards(files))
-            gaps = [row["huffman"] - row["huffman_fixed"] for row in shard_rows]
+            shards = read_shards(files)
+            shard_rows, total = analyze_shards(shards)
+            scaled_rows, scaled = analyze_shards(shards,
+                                                 scales=[bundled_scale(f) for f in files])
             rows.append(dict(total, kind=kind, layer=layer, files=len(files),
-                             worst_fixed_gap=max(gaps)))
+                             worst_fixed_gap=max(gaps(shard_rows)),
+                             fixed_gap_at_scale=scaled["huffman"] - scaled["huffman_fixed"],
+                             worst_fixed_gap_at_scale=max(gaps(scaled_rows))))
     return rows
 
 
@@ -238,14 +247,20 @@ def render_analyze(rows):
     shown = [name for name in METRICS if any(row.get(name) is not None for row in rows)]
     return ("Compressibility in % (1 - bits/8), totals over the 4 training steps of each "
             "group; `huffman_fixed` codes each step with the codebook from the average PMF "
-            "of the other 3 steps. Fixed gap = huffman - huffman_fixed in percentage "
-            "points.\n\n" + markdown_table(
+            "of the other 3 steps, as codes. Fixed gap = huffman - huffman_fixed in "
+            "percentage points, for the group and (in brackets) its worst step; \"at "
+            "scale\" is the same with the codebook at each step's scale "
+            "(`analyze --scales`).\n\n" + markdown_table(
                 ["kind", "layer", "symbols"] + shown
-                + ["fixed gap (worst step)", "kl_to_average"],
+                + ["fixed gap (worst step)", "fixed gap at scale (worst step)",
+                   "kl_to_average"],
                 [[row["kind"], str(row["layer"]), str(row["symbols"])]
                  + [_points(row[name]) for name in shown]
                  + [f"{_points(row['huffman'] - row['huffman_fixed'])} "
-                    f"({_points(row['worst_fixed_gap'])})", f"{row['kl_to_average']:.4f}"]
+                    f"({_points(row['worst_fixed_gap'])})",
+                    f"{_points(row['fixed_gap_at_scale'])} "
+                    f"({_points(row['worst_fixed_gap_at_scale'])})",
+                    f"{row['kl_to_average']:.4f}"]
                  for row in rows]))
 
 

@@ -2,10 +2,11 @@
 
 - ``linkcodec sim BLOCK [--lanes N] [--layout base|optimal] [--json] FILE...`` runs a
   block under Verilator and counts cycles per symbol;
-- ``linkcodec analyze [--format e4m3|bf16] [--json] [--plot PNG] FILE...`` reports how
-  compressible tensors are under each codec;
-- ``linkcodec codebook build --from FILE... -o book.json`` builds a single-stage Huffman
-  codebook (``--codebook`` uses one in ``analyze`` and ``sim``);
+- ``linkcodec analyze [--format e4m3|bf16] [--json] [--plot PNG] FILE... [--scales S...]``
+  reports how compressible tensors are under each codec;
+- ``linkcodec codebook build --from FILE... -o book.json [--scales S... --scale S]``
+  builds a single-stage Huffman codebook (``--codebook`` uses one in ``analyze`` and
+  ``sim``);
 - ``linkcodec bench`` measures every figure the docs quote;
 - ``linkcodec demo`` is the tour on the bundled real tensors;
 - ``linkcodec capture`` regenerates that sample (needs the ``capture`` extra).
