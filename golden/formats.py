@@ -49,7 +49,6 @@ def e4m3_bits_to_float(bits):
     return bits.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
 
 
-
 #: Expectation-maximisation steps of :func:`e4m3_pmf_at_scale`: a fixed count, so both
 #: ends of a link compute the same PMF. 0 spreads each code's weight evenly over its
 #: interval; the figures of ``docs/huffman.md`` ("Scale changes") use 50.

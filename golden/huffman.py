@@ -49,9 +49,9 @@ import numpy as np
 
 from .bitstream import _as_index as _as_int
 from .bitstream import as_symbols as _as_symbols
-from .formats import FormatError, e4m3_pmf_at_scale
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
                         SymbolEncoder, TruncatedStreamError, decode_prefix, pack_codes)
+from .formats import FormatError, e4m3_pmf_at_scale
 
 __all__ = [
     "SYMBOLS",

@@ -62,8 +62,8 @@ def analyze_shards(shards, *, codebook=None, scales=None):
     """Per-shard figures (list of dicts) and the size-weighted totals (dict).
 
     ``scales``: one e4m3 scale per shard, for a leave-one-out codebook that follows it."""
-    from .golden.formats import e4m3_pmf_at_scale
-    from .golden.huffman import HuffmanCodebook, entropy_bits, per_shard_huffman_bits
+    from .golden.huffman import (HuffmanCodebook, average_pmf, entropy_bits,
+                                 per_shard_huffman_bits)
     from .golden.qlc import QlcCode, QlcLayout
 
     if not shards:
@@ -81,8 +81,6 @@ def analyze_shards(shards, *, codebook=None, scales=None):
             raise ValueError(f"{bf16[0]} is bf16; scales follow e4m3 scaling")
     planes = [_byte_plane(shard) for shard in shards]
     counts = [np.bincount(plane, minlength=256).astype(np.float64) for plane in planes]
-    pmfs = [c / c.sum() if c.sum() else c for c in counts]
-    pmf_sum = np.sum(pmfs, axis=0)
 
     rows = []
     for index, shard in enumerate(shards):
@@ -108,12 +106,12 @@ def analyze_shards(shards, *, codebook=None, scales=None):
         fixed, average = codebook, None
         others = [other for other in range(len(shards))
                   if other != index and counts[other].any()]
-        if fixed is None and others and scales is not None:
-            average = e4m3_pmf_at_scale([counts[other] for other in others],
-                                        [scales[other] for other in others], scales[index])
-            fixed = HuffmanCodebook.from_pmf(average)
-        elif fixed is None and len(shards) > 1:
-            average = (pmf_sum - pmfs[index]) / (len(shards) - 1)
+        if fixed is None and others:
+            # The golden single-stage average: what `codebook build` would make of them.
+            average, _, _ = average_pmf(
+                [planes[other] for other in others],
+                None if scales is None else [scales[other] for other in others],
+                scale=None if scales is None else scales[index])
             fixed = HuffmanCodebook.from_pmf(average)
         if fixed is not None:
             bits["huffman_fixed"] = extra + float(fixed.lengths[plane].astype(np.int64).sum()) / n

@@ -46,10 +46,8 @@ def test_json_shape_and_known_answers(capsys):
         p = counts[counts > 0] / symbols.size
         assert row["shannon"] == pytest.approx(1 + (p * np.log2(p)).sum() / 8)
         assert row["huffman"] == pytest.approx(1 - per_shard_huffman_bits(symbols) / 8)
-        # Leave-one-out: the codebook comes from the average PMF of the other files.
-        others = [np.bincount(s, minlength=256) / s.size
-                  for j, s in enumerate(shards) if j != index]
-        book = HuffmanCodebook.from_pmf(np.mean(others, axis=0))
+        # Leave-one-out: the codebook `codebook build` makes of the other files.
+        book = HuffmanCodebook.from_batches(s for j, s in enumerate(shards) if j != index)
         assert row["huffman_fixed"] == pytest.approx(
             1 - book.lengths[symbols].astype(int).sum() / symbols.size / 8)
         base = QlcCode.from_pmf(counts, layout=QlcLayout.base())
@@ -203,3 +201,15 @@ def test_leave_one_out_at_each_scale(tmp_path, capsys):
     assert main(["analyze", "--codebook", str(tmp_path / "book.json"), str(paths[0]),
                  "--scales", "1"]) == 2
     assert "does not apply to a --codebook" in capsys.readouterr().err
+
+
+def test_an_empty_shard_is_left_out_of_the_leave_one_out_average(tmp_path, capsys):
+    np.save(tmp_path / "empty.npy", np.zeros(0, dtype=np.uint8))
+    first, second = bundled_files("ffn1_act", layers=[0], steps=[0, 1])
+    report = run_json(capsys, str(first), str(tmp_path / "empty.npy"), str(second))
+    rows = report["files"]
+    assert rows[1]["symbols"] == 0 and rows[1]["huffman_fixed"] is None
+    book = HuffmanCodebook.from_batches([np.load(second)])
+    symbols = np.load(first).reshape(-1)
+    assert rows[0]["huffman_fixed"] == pytest.approx(
+        1 - book.lengths[symbols].astype(int).mean() / 8)
