@@ -51,7 +51,7 @@ from .bitstream import _as_index as _as_int
 from .bitstream import as_symbols as _as_symbols
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
                         SymbolEncoder, TruncatedStreamError, decode_prefix, pack_codes)
-from .formats import FormatError, e4m3_pmf_at_scale
+from .formats import FormatError, _check_scale, e4m3_pmf_at_scale
 
 __all__ = [
     "SYMBOLS",
@@ -324,7 +324,10 @@ def average_pmf(batches, scales=None, *, scale=None):
         raise HuffmanCodebookError("give both scales (one per batch) and scale (the next "
                                    "batch's), or neither")
     if scales is not None:
-        scales = list(scales)
+        try:
+            scales = [_check_scale(s, "a batch scale") for s in scales]
+        except FormatError as error:
+            raise HuffmanCodebookError(str(error)) from None
         if len(scales) != len(batches):
             raise HuffmanCodebookError(f"{len(scales)} scales for {len(batches)} batches: "
                                        f"give one scale per batch")

@@ -322,6 +322,8 @@ def test_average_pmf_at_a_scale():
         average_pmf([one], [1.0, 2.0], scale=1.0)
     with pytest.raises(HuffmanCodebookError, match="the target scale is -1.0"):
         average_pmf([one], [1.0], scale=-1.0)
+    with pytest.raises(HuffmanCodebookError, match="a batch scale must be a number, not str"):
+        HuffmanCodebook.from_batches([one, empty], scales=[1.0, "x"], scale=2.0)
 
 
 def test_smoothing_and_length_limit_cost_little_on_real_tensors():
