@@ -8,7 +8,9 @@ NumPy: no Python loop runs once per symbol.
 
 How :func:`decode_prefix` avoids a per-symbol loop: the frame is cut into chunks, every
 chunk is decoded *speculatively* from its first bit, all chunks at once (one NumPy step
-per symbol index within a chunk). The decoding path of a prefix code is a function of the
+per symbol index within a chunk; in long frames a step takes two codes, read from one
+window of up to 20 bits through a table of pair lengths, or one code where the pair
+does not fit, so a step lands on every other code start or so). The decoding path of a prefix code is a function of the
 start position only, so as soon as the true path reaches a position that the speculation
 of its chunk also visited, the rest of that chunk is known. Chunks whose true entry was
 not visited by their speculation are re-decoded from the true entry (all of them at once)
@@ -19,6 +21,12 @@ divide the chunk length defeats speculation; when resyncing does not settle quic
 rest of the segment is decoded from every possible entry of every chunk instead (about
 ``longest code`` times the work, never a per-symbol loop).
 
+Two codes per step keep resyncing exact: the positions a step lands on are a function
+of where the walk started, so a resync walk goes one code at a time and is in sync once
+it reaches a position the speculation landed on (at most one code after the paths meet).
+The listed positions then skip at most one code between two of them, and the final pass
+reads that code from the window of the position before it.
+
 Decode errors derive from :class:`BitstreamError` (a :class:`ValueError`) and name the
 bit position: :class:`InvalidCodeError` for a window that is no code word,
 :class:`TruncatedStreamError` for a code word that runs past the end of the frame.
@@ -26,6 +34,7 @@ bit position: :class:`InvalidCodeError` for a window that is no code word,
 
 import math
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,11 +47,15 @@ __all__ = [
     "as_symbols",
     "SymbolEncoder",
     "decode_prefix",
+    "PrefixDecoder",
 ]
 
 #: Longest code word (and widest decode window) the machinery handles.
 MAX_CODE_LENGTH = 24
 
+# Long frames are walked two codes per step through a table over windows this wide
+# (2**20 entries), where the two codes fit.
+_PAIR_WINDOW_BITS = 20
 # Decoder tuning. Speculation walks about this many bits per chunk (rounded up to a
 # multiple of the code lengths); more chunks mean fewer NumPy steps but more resyncs.
 _TARGET_CHUNK_BITS = 2048
@@ -365,14 +378,40 @@ def _chunk_bits(lengths, window_bits):
     return max(chunk, step * -(-MAX_CODE_LENGTH // step))
 
 
+class _Steps(NamedTuple):
+    """A walk step: ``advance[w]`` is how far it goes from a ``bits``-wide window ``w``;
+    ``shortest`` is the least advance from a window that starts a code word."""
+
+    bits: int
+    advance: np.ndarray
+    shortest: int
+
+
+def _pair_steps(code_length, window_bits, pair_bits):
+    """Walk steps of two codes: over ``pair_bits``-wide windows, the length of the first
+    two code words when both are code words within the window, else of the first alone
+    (1 if it is invalid, as for a single code)."""
+    windows = np.arange(1 << pair_bits, dtype=np.uint32)
+    drop = np.uint32(pair_bits - window_bits)
+    first = np.take(code_length, windows >> drop)
+    rest = np.left_shift(windows, first, out=windows)
+    rest &= np.uint32((1 << pair_bits) - 1)
+    rest >>= drop
+    second = np.take(code_length, rest)  # read with zeros past the window: sure if it fits
+    both = first + second
+    pair = (first > 0) & (second > 0) & (both <= pair_bits)
+    advance = np.where(pair, both, np.maximum(first, 1)).astype(np.uint8)
+    return _Steps(pair_bits, advance, int(advance[first > 0].min()))
+
+
 class _Frame:
-    """Reads ``window_bits``-wide windows at bit positions of a frame (zero past nbits).
+    """Reads windows of up to 25 bits at bit positions of a frame (zero past nbits).
 
     Positions are of ``dtype``, uint32 (uint64 for frames of 2**30 bits or more); a
     position past the frame reads its last bytes, which only speculation does.
     """
 
-    def __init__(self, data, nbits, window_bits, dtype):
+    def __init__(self, data, nbits, dtype):
         nbytes = (nbits + 7) // 8
         padded = np.zeros(nbytes + 3, dtype=np.uint8)
         padded[:nbytes] = data[:nbytes]
@@ -382,15 +421,17 @@ class _Frame:
         # is then a left shift (dropping the bits before it) and a right shift.
         unaligned = np.ndarray((nbytes,), dtype=">u4", buffer=padded, strides=(1,))
         self.words = unaligned.astype(dtype)
-        width = 8 * self.words.itemsize
-        if width > 32:
-            self.words <<= width - 32
-        self.shift = width - window_bits
+        self.width = 8 * self.words.itemsize
+        if self.width > 32:
+            self.words <<= self.width - 32
+        self.nbits = nbits
+        self.dtype = dtype
 
-    def window(self, positions):
+    def window(self, positions, bits):
+        """The ``bits``-wide window at each position."""
         window = np.take(self.words, positions >> 3, mode="clip")
         window <<= positions & 7
-        window >>= self.shift
+        window >>= self.dtype(self.width - bits)
         return window
 
 
@@ -407,61 +448,148 @@ def decode_prefix(data, nbits, window_bits, lut_length, lut_symbol):
     code word, :class:`TruncatedStreamError` if the last code word runs past ``nbits``,
     :class:`BitstreamError` if ``nbits`` is negative or past the end of ``data``, and
     :class:`ValueError` / :class:`TypeError` for malformed tables.
+
+    This checks the tables on every call; a codec decoding many frames keeps a
+    :class:`PrefixDecoder` instead.
     """
     frame_bytes = _as_byte_array(data)
     nbits = _as_index(nbits, "nbits")
-    window_bits = _as_index(window_bits, "window_bits")
-    if not 1 <= window_bits <= MAX_CODE_LENGTH:
-        raise ValueError(f"window_bits is {window_bits}; it must be 1..{MAX_CODE_LENGTH}")
-    lengths, symbols = _check_tables(window_bits, lut_length, lut_symbol)
-    if nbits < 0:
-        raise BitstreamError(f"nbits is {nbits}; a frame length cannot be negative")
-    if nbits > 8 * frame_bytes.size:
-        raise BitstreamError(f"nbits is {nbits} but the data holds only "
-                             f"{8 * frame_bytes.size} bits ({frame_bytes.size} bytes)")
-    if nbits == 0:
-        return symbols[:0].copy()
+    return PrefixDecoder(window_bits, lut_length, lut_symbol).decode(frame_bytes, nbits)
 
-    # uint32 positions halve the memory traffic; speculation runs past nbits by less
-    # than a chunk of longest codes.
-    dtype = np.uint32 if nbits < 1 << 30 else np.uint64
-    frame = _Frame(frame_bytes, nbits, window_bits, dtype)
-    code_length = lengths.astype(np.uint8)
-    decoded = []
-    position = 0  # where the next code should start (self-check of the path)
-    for block in _decoding_path(frame, nbits, lengths, window_bits, dtype):
-        if block.size == 0:
-            continue
-        windows = frame.window(block)
-        block_lengths = np.take(code_length, windows)
-        if block_lengths.min() == 0:
-            index = int(np.flatnonzero(block_lengths == 0)[0])
-            bit, window = int(block[index]), int(windows[index])
+
+class PrefixDecoder:
+    """Decodes frames of one prefix code, its tables checked once.
+
+    ``PrefixDecoder(window_bits, lut_length, lut_symbol).decode(data, nbits)`` is
+    :func:`decode_prefix` (same arguments, result and exceptions); the constructor
+    raises what :func:`decode_prefix` raises for malformed tables. The table of code
+    pairs that long frames are walked with (:func:`_pair_steps`) is built on the first
+    frame of at least ``PAIRS_FROM`` bits and kept.
+    """
+
+    PAIRS_FROM = 1 << 20   # shorter frames do not repay building the pair table
+
+    def __init__(self, window_bits, lut_length, lut_symbol):
+        window_bits = _as_index(window_bits, "window_bits")
+        if not 1 <= window_bits <= MAX_CODE_LENGTH:
+            raise ValueError(f"window_bits is {window_bits}; it must be 1..{MAX_CODE_LENGTH}")
+        lengths, symbols = _check_tables(window_bits, lut_length, lut_symbol)
+        self._window_bits = window_bits
+        self._lengths = lengths
+        self._symbols = symbols.copy()
+        self._code_length = lengths.astype(np.uint8)
+        self._chunk = _chunk_bits(lengths, window_bits)
+        # An invalid window advances one bit, so that every walk ends.
+        self._single_steps = _Steps(window_bits,
+                                    np.where(lengths > 0, lengths, 1).astype(np.uint8),
+                                    int(lengths[lengths > 0].min()))
+        self._pair_bits = min(2 * window_bits, _PAIR_WINDOW_BITS)
+        self._pair_steps = None
+
+    def _steps(self, nbits):
+        """How the walk over a frame of ``nbits`` bits steps: :class:`_Steps`."""
+        if self._pair_bits <= self._window_bits or nbits < self.PAIRS_FROM:
+            return self._single_steps
+        if self._pair_steps is None:
+            self._pair_steps = _pair_steps(self._code_length, self._window_bits,
+                                           self._pair_bits)
+        return self._pair_steps
+
+    def decode(self, data, nbits):
+        """The symbols of the frame of ``nbits`` bits held in ``data``; see
+        :func:`decode_prefix`."""
+        frame_bytes = _as_byte_array(data)
+        nbits = _as_index(nbits, "nbits")
+        if nbits < 0:
+            raise BitstreamError(f"nbits is {nbits}; a frame length cannot be negative")
+        if nbits > 8 * frame_bytes.size:
+            raise BitstreamError(f"nbits is {nbits} but the data holds only "
+                                 f"{8 * frame_bytes.size} bits ({frame_bytes.size} bytes)")
+        if nbits == 0:
+            return self._symbols[:0].copy()
+
+        # uint32 positions halve the memory traffic; speculation runs past nbits by less
+        # than a chunk of longest codes.
+        dtype = np.uint32 if nbits < 1 << 30 else np.uint64
+        frame = _Frame(frame_bytes, nbits, dtype)
+        steps = self._steps(nbits)
+        tables = _DecodeTables(frame, self._lengths, self._window_bits, steps)
+        decoded = []
+        listed = None  # the previous block of listed positions, decoded once the next is known
+        for block in _decoding_path(tables, nbits, self._chunk):
+            if block.size == 0:
+                continue
+            if listed is None:
+                if block[0] != 0:
+                    raise AssertionError("decode_prefix: inconsistent decoding path "
+                                         "(internal error)")
+            else:
+                decoded.append(self._decode_listed(frame, steps.bits, listed, block[0])[0])
+            listed = block
+        symbols, last, length, window = self._decode_listed(frame, steps.bits, listed, nbits)
+        decoded.append(symbols)
+        if last + length > nbits:
+            raise TruncatedStreamError(
+                f"truncated stream: code at bit {last} needs {length} bits but the frame "
+                f"ends at bit {nbits}", bit=last, length=length, nbits=nbits, window=window)
+        return np.concatenate(decoded)
+
+    def _decode_listed(self, frame, step_bits, listed, following):
+        """Decode the codes from ``listed[0]`` up to ``following``, the next listed position.
+
+        ``listed`` holds sorted positions of the decoding path; between two of them (and
+        between the last and ``following``) the path may have one more code, which
+        starts where the code at the first ends (a walk step took both). The second code
+        lies within the ``step_bits`` window of the first, so one window read gives both.
+        Returns the symbols and, of the last code, its position, length and window;
+        raises :class:`InvalidCodeError` at the first invalid code.
+        """
+        window_bits = self._window_bits
+        drop = frame.dtype(step_bits - window_bits)
+        windows = frame.window(listed, step_bits)
+        first = windows >> drop
+        first_length = np.take(self._code_length, first)
+        if first_length.min() == 0:
+            index = int(np.flatnonzero(first_length == 0)[0])
+            bit, window = int(listed[index]), int(first[index])
             raise InvalidCodeError(
                 f"invalid code at bit {bit}: the {window_bits} bits from there, "
                 f"{window:#0{window_bits + 2}b}, start no code word", bit=bit, window=window)
-        if block[0] != position or not np.array_equal(block[1:] - block[:-1],
-                                                      block_lengths[:-1]):
+        middle = listed + first_length
+        windows <<= first_length
+        windows &= frame.dtype((1 << step_bits) - 1)
+        second = np.right_shift(windows, drop, out=windows)  # zeros past the step window
+        second_length = np.take(self._code_length, second)
+        has_second = np.empty(listed.size, dtype=bool)
+        np.less(middle[:-1], listed[1:], out=has_second[:-1])
+        has_second[-1] = middle[-1] < following
+        ends = middle + second_length * has_second
+        # Each listed code (and the one it took along) ends where the next listed starts;
+        # only the frame's last code may run past its end (a truncated stream).
+        last_end = int(ends[-1])
+        if not (np.array_equal(ends[:-1], listed[1:]) and (
+                last_end == following or following == frame.nbits < last_end)):
             raise AssertionError("decode_prefix: inconsistent decoding path (internal error)")
-        position = int(block[-1]) + int(block_lengths[-1])
-        decoded.append(np.take(symbols, windows))
-    if position > nbits:
-        last, length = int(block[-1]), int(block_lengths[-1])
-        raise TruncatedStreamError(
-            f"truncated stream: code at bit {last} needs {length} bits but the frame "
-            f"ends at bit {nbits}", bit=last, length=length, nbits=nbits,
-            window=int(windows[-1]))
-    if position != nbits:
-        raise AssertionError("decode_prefix: inconsistent decoding path (internal error)")
-    return np.concatenate(decoded)
+        symbols = np.empty((listed.size, 2), dtype=self._symbols.dtype)
+        symbols[:, 0] = np.take(self._symbols, first)  # a take into a strided out is slow
+        symbols[:, 1] = np.take(self._symbols, second)
+        keep = np.ones((listed.size, 2), dtype=bool)
+        keep[:, 1] = has_second
+        if has_second[-1]:
+            last, length, window = middle[-1], second_length[-1], second[-1]
+        else:
+            last, length, window = listed[-1], first_length[-1], first[-1]
+        return symbols[keep], int(last), int(length), int(window)
 
 
-def _decoding_path(frame, nbits, lengths, window_bits, dtype):
-    """Start positions of the code words on the decoding path from bit 0, in blocks.
+def _decoding_path(tables, nbits, chunk):
+    """Positions on the decoding path from bit 0, in blocks: at least every other code.
 
-    A generator of sorted arrays which, concatenated, are the path. On this path an
-    invalid window advances one bit; up to the first invalid window it is the true
-    decoding, and the caller reports that window.
+    A generator of sorted arrays which, concatenated, list the path: every code start,
+    except that a code may be left out where a walk step took it together with the code
+    before (``_DecodeTables.walk``); :meth:`PrefixDecoder._decode_listed` puts those
+    back. On this path an invalid window advances one bit; up to the first invalid
+    window it is the true decoding, and the caller reports that window.
 
     The frame is decoded a segment of chunks at a time, each segment from a true
     position: speculatively (:func:`_speculative_segment`), and where that fails to
@@ -469,8 +597,6 @@ def _decoding_path(frame, nbits, lengths, window_bits, dtype):
     chunk miss the true path), exactly from every possible entry of every chunk
     (:func:`_exact_segment`, about ``max code length`` times the work, but bounded).
     """
-    chunk = _chunk_bits(lengths, window_bits)
-    tables = _DecodeTables(frame, lengths, dtype)
     begin = 0
     while begin < nbits:
         end = min(nbits, begin + _SEGMENT_CHUNKS * chunk)
@@ -480,25 +606,32 @@ def _decoding_path(frame, nbits, lengths, window_bits, dtype):
 
 
 class _DecodeTables:
-    """What the decoding loops share: the frame and the advance per window."""
+    """What the decoding loops share: the frame and how far a code or a walk step
+    advances from each window."""
 
-    def __init__(self, frame, lengths, dtype):
+    def __init__(self, frame, lengths, window_bits, steps):
+        dtype = frame.dtype
         self.frame = frame
-        self.words, self.shift = frame.words, frame.shift
+        self.words, self.dtype = frame.words, dtype
+        self.window_bits = window_bits
         # An invalid window advances one bit, so that every walk ends.
-        self.advance = np.where(lengths > 0, lengths, 1).astype(dtype)
+        self.advance = np.where(lengths > 0, lengths, 1).astype(np.uint8)
         self.longest = int(lengths.max())
-        self.shortest = int(lengths[lengths > 0].min())
-        self.dtype = dtype
+        self.steps = steps
 
     def step(self, positions):
         """How far the code at each position advances."""
-        return np.take(self.advance, self.frame.window(positions))
+        return np.take(self.advance, self.frame.window(positions, self.window_bits))
+
+    def walk_step(self, positions):
+        """How far a walk step from each position advances (one code or two)."""
+        return np.take(self.steps.advance, self.frame.window(positions, self.steps.bits))
 
     def walk(self, starts, ends):
         """Decode from each start until past its end: a table of positions, one row per
-        start, its first column ``starts``; entries from a row's end on are clipped to
-        the end, so that the rows, if consecutive, form one sorted array.
+        start, its first column ``starts``, a step (``self.steps``) apart: one code or
+        two. Entries from a row's end on are clipped to the end, so that the rows, if
+        consecutive, form one sorted array.
 
         The walk keeps its last ``_CHECK_EVERY`` steps in a step-major buffer (each step
         writes one contiguous row, with no fresh temporaries) and copies them into the
@@ -507,15 +640,16 @@ class _DecodeTables:
         """
         dtype = self.dtype
         count = starts.size
-        table = np.empty((count, int(np.max(ends - starts, initial=0)) // self.shortest
+        table = np.empty((count, int(np.max(ends - starts, initial=0)) // self.steps.shortest
                           + 2 * _CHECK_EVERY + 1), dtype=dtype)
         recent = np.empty((_CHECK_EVERY + 1, count), dtype=dtype)
         recent[0] = starts
         byte = np.empty(count, dtype=dtype)
         bit = np.empty(count, dtype=dtype)
         window = np.empty(count, dtype=dtype)
-        advance = np.empty(count, dtype=dtype)
-        words, shift, advance_of = self.words, dtype(self.shift), self.advance
+        advance = np.empty(count, dtype=np.uint8)
+        words, advance_of = self.words, self.steps.advance
+        shift = dtype(self.frame.width - self.steps.bits)
         step = 0
         clip_from = None  # the first column that may hold positions past their end
         while True:
@@ -585,7 +719,7 @@ def _speculative_segment(tables, begin, end, chunk):
     spec = tables.walk(starts, ends)
     flat = spec.reshape(-1)
     last = flat[np.searchsorted(flat, ends) - 1]       # the last code inside each chunk
-    spec_exit = last + tables.step(last)               # where speculation left the chunk
+    spec_exit = last + tables.walk_step(last)          # where speculation left the chunk
 
     def visited(positions):  # meaningful for positions inside their chunk
         return np.take(flat, np.searchsorted(flat, positions), mode="clip") == positions

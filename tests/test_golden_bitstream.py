@@ -333,3 +333,119 @@ def test_symbol_encoder_refuses_bad_tables():
         SymbolEncoder(np.zeros(256, int), np.full(256, 17))
     with pytest.raises(ValueError, match="does not fit"):
         SymbolEncoder(np.full(256, 4), np.full(256, 2))
+
+
+# -- two codes per walk step -----------------------------------------------------------
+
+def detailed_reference(data, nbits, window_bits, lut_length, lut_symbol):
+    """reference_decode, with the window (and length) an error reports."""
+    kind, value = reference_decode(data, nbits, window_bits, lut_length, lut_symbol)
+    if kind == "ok":
+        return kind, value
+    bits = "".join(format(byte, "08b") for byte in data)[:nbits] + "0" * window_bits
+    window = int(bits[value:value + window_bits], 2)
+    return kind, value, window, int(lut_length[window]) if kind == "truncated" else None
+
+
+def detailed_outcome(decode):
+    try:
+        return "ok", decode().tolist()
+    except InvalidCodeError as error:
+        return "invalid", error.bit, error.window, None
+    except TruncatedStreamError as error:
+        return "truncated", error.bit, error.window, error.length
+
+
+def pair_advance_reference(window_bits, lut_length, pair_bits, window):
+    """How far a walk step goes from a pair_bits-wide window, one code at a time."""
+    bits = format(window, f"0{pair_bits}b") + "0" * window_bits
+    first = int(lut_length[int(bits[:window_bits], 2)])
+    if first == 0:
+        return 1
+    second = int(lut_length[int(bits[first:first + window_bits], 2)])
+    return first + second if second and first + second <= pair_bits else first
+
+
+@pytest.mark.parametrize("lengths, window_bits, pair_bits", [
+    ([1, 2, 3, 3], 3, 6), ([1, 2, 3, 3], 3, 4), ([1, 2], 2, 3), ([2, 2, 3, 4], 4, 5),
+    ([3, 5, 5, 5], 5, 9)])
+def test_pair_steps_match_reference(lengths, window_bits, pair_bits):
+    # Pairs that fit the window, pairs that do not, invalid first and second codes.
+    _, _, lut_length, _ = prefix_code(lengths, window_bits)
+    steps = bitstream._pair_steps(lut_length.astype(np.uint8), window_bits, pair_bits)
+    expected = [pair_advance_reference(window_bits, lut_length, pair_bits, window)
+                for window in range(1 << pair_bits)]
+    assert steps.bits == pair_bits and steps.advance.tolist() == expected
+    assert steps.shortest == min(advance for window, advance in enumerate(expected)
+                                 if lut_length[window >> (pair_bits - window_bits)])
+
+
+@pytest.fixture
+def pairs(monkeypatch):
+    """Every frame walked two codes per step, with tiny chunks and segments."""
+    monkeypatch.setattr(bitstream.PrefixDecoder, "PAIRS_FROM", 0)
+    monkeypatch.setattr(bitstream, "_TARGET_CHUNK_BITS", 40)
+    monkeypatch.setattr(bitstream, "_SEGMENT_CHUNKS", 3)
+    return monkeypatch
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(prefix_codes(max_window=9), st.data())
+def test_decode_in_pairs_matches_reference(pairs, code, data):
+    # Narrow pair windows leave some pairs unfit (one code per step); periodic streams take
+    # the resync and exact paths; cuts and flips end the frame mid-pair or at invalid codes.
+    window_bits, codes, lengths, lut_length, lut_symbol = code
+    pairs.setattr(bitstream, "_PAIR_WINDOW_BITS",
+                  data.draw(st.integers(window_bits + 1, 2 * window_bits)))
+    pattern = data.draw(st.lists(st.integers(0, len(codes) - 1), min_size=1, max_size=4))
+    if data.draw(st.booleans()):
+        symbols = (pattern * 200)[:data.draw(st.integers(0, 800))]
+    else:
+        symbols = data.draw(st.lists(st.integers(0, len(codes) - 1), max_size=800))
+    frame, nbits = pack_codes(codes[symbols], lengths[symbols]) if symbols else (b"", 0)
+    damage = data.draw(st.sampled_from(["none", "cut", "flip"]))
+    if damage == "cut" and nbits:
+        nbits = data.draw(st.integers(0, nbits))
+    elif damage == "flip" and frame:
+        frame = bytearray(frame)
+        frame[data.draw(st.integers(0, len(frame) - 1))] ^= data.draw(st.integers(1, 255))
+    expected = detailed_reference(frame, nbits, window_bits, lut_length, lut_symbol)
+    assert detailed_outcome(lambda: decode_prefix(
+        frame, nbits, window_bits, lut_length, lut_symbol)) == expected
+
+
+def test_prefix_decoder_reuses_its_pair_table():
+    window_bits, codes, lengths, lut_length, lut_symbol = 11, *prefix_code(
+        [3, 4, 5, 6, 7, 8, 9, 10, 11, 11], 11)
+    decoder = bitstream.PrefixDecoder(window_bits, lut_length, lut_symbol)
+    rng = np.random.default_rng(11)
+    short = rng.integers(0, 10, 1000)
+    frame, nbits = pack_codes(codes[short], lengths[short])
+    assert np.array_equal(decoder.decode(frame, nbits), short)
+    assert decoder._pair_steps is None  # a short frame does not repay the pair table
+    long = rng.integers(0, 10, 400_000)
+    frame, nbits = pack_codes(codes[long], lengths[long])
+    assert nbits >= decoder.PAIRS_FROM
+    assert np.array_equal(decoder.decode(frame, nbits), long)
+    built = decoder._pair_steps
+    assert built is not None and built.bits == _pair_window(window_bits)
+    assert np.array_equal(decoder.decode(frame, nbits), long) and decoder._pair_steps is built
+    for cut in (nbits - 1, nbits - 2):  # the last code or the one before cut
+        assert detailed_outcome(lambda: decoder.decode(frame, cut)) == detailed_reference(
+            frame, cut, window_bits, lut_length, lut_symbol)
+
+
+def _pair_window(window_bits):
+    return min(2 * window_bits, bitstream._PAIR_WINDOW_BITS)
+
+
+def test_prefix_decoder_checks_tables_like_decode_prefix():
+    with pytest.raises(ValueError, match="window_bits is 25; it must be 1..24"):
+        bitstream.PrefixDecoder(25, SMALL[3], SMALL[4])
+    with pytest.raises(ValueError, match="lut_length holds no code word"):
+        bitstream.PrefixDecoder(3, np.zeros(8, int), SMALL[4])
+    decoder = bitstream.PrefixDecoder(3, SMALL[3], SMALL[4])
+    assert decoder.decode(b"\xcf\x00", 10).tolist() == [2, 0, 3, 1, 0]
+    with pytest.raises(BitstreamError, match="nbits is 9 but the data holds only 8 bits"):
+        decoder.decode(b"\x00", 9)
