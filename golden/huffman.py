@@ -50,7 +50,7 @@ import numpy as np
 from .bitstream import _as_index as _as_int
 from .bitstream import as_symbols as _as_symbols
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
-                        SymbolEncoder, TruncatedStreamError, decode_prefix, pack_codes)
+                        PrefixDecoder, SymbolEncoder, TruncatedStreamError, pack_codes)
 from .formats import FormatError, _check_scale, e4m3_pmf_at_scale
 
 __all__ = [
@@ -417,6 +417,7 @@ class HuffmanCodebook:
         self._source = json.loads(self._source_json)
         self._tables = None
         self._encoder = None          # the pair-table encoder, built on first use
+        self._decoder = None          # the PrefixDecoder, built on first use
 
     @staticmethod
     def _check_codes(codes, lengths):
@@ -607,8 +608,10 @@ class HuffmanCodebook:
         the data), all naming the bit position.
         """
         window_bits, lut_length, lut_symbol = self._decode_tables()
+        if self._decoder is None:
+            self._decoder = PrefixDecoder(window_bits, lut_length, lut_symbol)
         try:
-            return decode_prefix(data, nbits, window_bits, lut_length, lut_symbol)
+            return self._decoder.decode(data, nbits)
         except InvalidCodeError as error:
             raise HuffmanInvalidCodeError(
                 f"invalid code at bit {error.bit}: the {window_bits} bits from there, "

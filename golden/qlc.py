@@ -27,8 +27,8 @@ import numpy as np
 
 from .bitstream import _as_index as _as_int
 from .bitstream import as_symbols as _as_symbols
-from .bitstream import (BitstreamError, InvalidCodeError, TruncatedStreamError, SymbolEncoder,
-                        decode_prefix)
+from .bitstream import (BitstreamError, InvalidCodeError, PrefixDecoder, TruncatedStreamError,
+                        SymbolEncoder)
 
 __all__ = [
     "AREAS",
@@ -273,6 +273,7 @@ class QlcCode:
         self._window_bits = window_bits
         self._lut_length = np.where(valid, PREFIX_BITS + widths, 0).astype(np.uint8)
         self._lut_symbol = np.where(valid, rank_to_symbol[rank], 0).astype(np.uint8)
+        self._decoder = None          # the PrefixDecoder, built on first use
 
     @classmethod
     def base(cls):
@@ -339,9 +340,11 @@ class QlcCode:
         Raises :class:`QlcInvalidCodeError`, :class:`QlcTruncatedStreamError` or
         :class:`QlcDecodeError` (all :class:`QlcDecodeError`), naming the bit position.
         """
+        if self._decoder is None:
+            self._decoder = PrefixDecoder(self._window_bits, self._lut_length,
+                                          self._lut_symbol)
         try:
-            return decode_prefix(data, nbits, self._window_bits, self._lut_length,
-                                 self._lut_symbol)
+            return self._decoder.decode(data, nbits)
         except InvalidCodeError as error:
             raise QlcInvalidCodeError(self._invalid_message(error), bit=error.bit,
                                       window=error.window) from None
