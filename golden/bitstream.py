@@ -10,9 +10,10 @@ How :func:`decode_prefix` avoids a per-symbol loop: the frame is cut into chunks
 chunk is decoded *speculatively* from its first bit, all chunks at once (one NumPy step
 per symbol index within a chunk; in long frames a step takes two codes, read from one
 window of up to 20 bits through a table of pair lengths, or one code where the pair
-does not fit, so a step lands on every other code start or so). The decoding path of a prefix code is a function of the
-start position only, so as soon as the true path reaches a position that the speculation
-of its chunk also visited, the rest of that chunk is known. Chunks whose true entry was
+does not fit, so a step lands on every other code start or so). The decoding path of a
+prefix code is a function of the start position only, so as soon as the true path
+reaches a position that the speculation of its chunk also visited, the rest of that
+chunk is known. Chunks whose true entry was
 not visited by their speculation are re-decoded from the true entry (all of them at once)
 until they meet it or leave the chunk, and this repeats while chunk entries change. The
 chunk length is a multiple of the code lengths (as far as that stays small), so a frame

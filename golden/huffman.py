@@ -26,8 +26,9 @@ with ``pmf`` normalised to sum 1 and ``smoothing`` = :data:`DEFAULT_SMOOTHING` =
 An unseen symbol then weighs 2**-24, so under the default limit it gets a code of the
 longest length, 15 bits, and takes 2**-15 of the code space from the seen symbols: with
 ``u`` unseen symbols that costs about ``u * 2**-15 / ln 2`` bits/symbol. On the bundled
-tensors the cost stays below 0.005 bits/symbol (``docs/huffman.md``; a test checks it). For an ideal code the mixture
-itself would cost at most ``-log2(1 - 2**-16)`` = 2.2e-5 bits/symbol.
+tensors the cost stays below 0.005 bits/symbol (``docs/huffman.md``; a test checks it).
+For an ideal code the mixture itself would cost at most ``-log2(1 - 2**-16)`` = 2.2e-5
+bits/symbol.
 
 **Tie-breaking.** Lengths are optimal; among optimal length vectors, a symbol never gets
 a longer code than a symbol of the same weight with a larger value. Canonical codes are
