@@ -47,7 +47,7 @@ def run_demo(*, lanes=4):
     print("\nSingle-stage Huffman: each layer's step 3 coded with a codebook built from its")
     print("steps 0-2 (nothing sent per batch), against a Huffman code built from step 3 itself.")
     print("Carried to step 3's amax scale, the codebook stays within 0.5 points on every")
-    print("activation tensor; on gradients neither way does (docs/huffman.md):")
+    print("activation tensor; on gradients neither way holds on every layer (docs/huffman.md):")
     print(single_stage_table())
 
     start = time.monotonic()
