@@ -476,7 +476,7 @@ class PrefixDecoder:
             raise ValueError(f"window_bits is {window_bits}; it must be 1..{MAX_CODE_LENGTH}")
         lengths, symbols = _check_tables(window_bits, lut_length, lut_symbol)
         self._window_bits = window_bits
-        self._lengths = lengths
+        self._longest = int(lengths.max())
         self._symbols = symbols.copy()
         self._code_length = lengths.astype(np.uint8)
         self._chunk = _chunk_bits(lengths, window_bits)
@@ -514,7 +514,7 @@ class PrefixDecoder:
         dtype = np.uint32 if nbits < 1 << 30 else np.uint64
         frame = _Frame(frame_bytes, nbits, dtype)
         steps = self._steps(nbits)
-        tables = _DecodeTables(frame, self._lengths, self._window_bits, steps)
+        tables = _DecodeTables(frame, self._single_steps, steps, self._longest)
         decoded = []
         listed = None  # the previous block of listed positions, decoded once the next is known
         for block in _decoding_path(tables, nbits, self._chunk):
@@ -610,19 +610,16 @@ class _DecodeTables:
     """What the decoding loops share: the frame and how far a code or a walk step
     advances from each window."""
 
-    def __init__(self, frame, lengths, window_bits, steps):
-        dtype = frame.dtype
+    def __init__(self, frame, single, steps, longest):
         self.frame = frame
-        self.words, self.dtype = frame.words, dtype
-        self.window_bits = window_bits
-        # An invalid window advances one bit, so that every walk ends.
-        self.advance = np.where(lengths > 0, lengths, 1).astype(np.uint8)
-        self.longest = int(lengths.max())
-        self.steps = steps
+        self.words, self.dtype = frame.words, frame.dtype
+        self.single = single      # :class:`_Steps` of one code
+        self.steps = steps        # :class:`_Steps` of a walk step: ``single`` or pairs
+        self.longest = longest    # the longest code length
 
     def step(self, positions):
         """How far the code at each position advances."""
-        return np.take(self.advance, self.frame.window(positions, self.window_bits))
+        return np.take(self.single.advance, self.frame.window(positions, self.single.bits))
 
     def walk_step(self, positions):
         """How far a walk step from each position advances (one code or two)."""
