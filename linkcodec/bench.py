@@ -104,7 +104,7 @@ def single_stage_rows(kinds=KINDS):
                 "scale_change": round(max(abs(s / scales[3] - 1) for s in scales[:3]), 4),
                 "shannon": 1 - shannon_bits(late) / 8,
                 "huffman": 1 - per_shard_huffman_bits(late) / 8,
-                "fixed_earlier_steps": 1 - fixed(HuffmanCodebook.from_batches(steps[:3]),
+                "fixed_earlier_steps": 1 - fixed(HuffmanCodebook.from_pmf(pmf),
                                                  late) / 8,
                 "fixed_at_scale": 1 - fixed(at_scale, late) / 8,
                 "build_ms_at_scale": round(build_ms, 2),
