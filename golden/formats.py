@@ -10,8 +10,8 @@ import math
 import numpy as np
 import ml_dtypes
 
-__all__ = ["E4M3_MAX", "FormatError", "to_e4m3_bits", "e4m3_bits_to_float",
-           "e4m3_pmf_at_scale"]
+__all__ = ["E4M3_MAX", "FormatError", "e4m3_scale", "to_e4m3_bits", "e4m3_bits_to_float",
+           "e4m3_pmf_at_scale", "compressibility"]
 
 #: Largest finite e4m3 value; per-tensor amax scaling maps a tensor's amax onto it.
 E4M3_MAX = 448.0
@@ -19,6 +19,34 @@ E4M3_MAX = 448.0
 
 class FormatError(ValueError):
     """An input array cannot be read as the requested number format."""
+
+
+def e4m3_scale(amax):
+    """The per-tensor e4m3 scale for a tensor of absolute maximum ``amax``: ``448 / amax``,
+    1 where ``amax`` is 0 (an all-zero tensor). Works elementwise on an array of amaxes.
+
+    This is the one place the formula is written; every cast, the TACO front end and the
+    capture use it, so they agree to the last bit of the float64 division.
+    """
+    amax = np.asarray(amax, dtype=np.float64)
+    if np.any(~np.isfinite(amax) | (amax < 0)):
+        raise FormatError(f"amax must be finite and >= 0, not {amax}")
+    scale = np.ones_like(amax)
+    np.divide(E4M3_MAX, amax, out=scale, where=amax > 0)
+    return float(scale) if scale.ndim == 0 else scale
+
+
+def compressibility(bits_per_symbol, raw_bits=8):
+    """Fraction of the raw size saved: ``1 - bits_per_symbol / raw_bits``."""
+    try:
+        bits, raw = float(bits_per_symbol), float(raw_bits)
+    except (TypeError, ValueError):
+        raise TypeError("bits_per_symbol and raw_bits must be numbers") from None
+    if not np.isfinite(bits) or bits < 0:
+        raise ValueError(f"bits_per_symbol is {bits}; it must be a finite number >= 0")
+    if not np.isfinite(raw) or raw <= 0:
+        raise ValueError(f"raw_bits is {raw}; it must be a finite number > 0")
+    return 1.0 - bits / raw
 
 
 def to_e4m3_bits(values):
@@ -37,7 +65,7 @@ def to_e4m3_bits(values):
     if not np.all(np.isfinite(values)):
         raise FormatError("tensor holds Inf or NaN; per-tensor amax scaling needs finite values")
     amax = float(np.max(np.abs(values))) if values.size else 0.0
-    scale = E4M3_MAX / amax if amax > 0 else 1.0
+    scale = e4m3_scale(amax)
     return (values * np.float32(scale)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8).reshape(-1)
 
 

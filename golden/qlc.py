@@ -44,7 +44,6 @@ __all__ = [
     "QlcCode",
     "rank_table",
     "optimal_layout",
-    "compressibility",
 ]
 
 #: Number of areas, picked by a PREFIX_BITS-bit prefix.
@@ -480,16 +479,3 @@ def optimal_layout(pmf, max_lengths=4):
                                            max_lengths=max_lengths)
     layout = QlcLayout(suffix_bits, sizes)
     return layout, layout.expected_bits(weights, ranks)
-
-
-def compressibility(bits_per_symbol, raw_bits=8):
-    """Fraction of the raw size saved: ``1 - bits_per_symbol / raw_bits``."""
-    try:
-        bits, raw = float(bits_per_symbol), float(raw_bits)
-    except (TypeError, ValueError):
-        raise TypeError("bits_per_symbol and raw_bits must be numbers") from None
-    if not np.isfinite(bits) or bits < 0:
-        raise ValueError(f"bits_per_symbol is {bits}; it must be a finite number >= 0")
-    if not np.isfinite(raw) or raw <= 0:
-        raise ValueError(f"raw_bits is {raw}; it must be a finite number > 0")
-    return 1.0 - bits / raw

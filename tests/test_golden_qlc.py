@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from linkcodec.golden.bitstream import BitstreamError, InvalidCodeError, TruncatedStreamError
 from linkcodec.golden.qlc import (QlcCode, QlcCodeError, QlcDecodeError, QlcInvalidCodeError,
                                   QlcLayout, QlcLayoutError, QlcTruncatedStreamError,
-                                  _optimal_areas, compressibility, optimal_layout, rank_table)
+                                  _optimal_areas, optimal_layout, rank_table)
+from linkcodec.golden.formats import compressibility
 
 BASE = QlcLayout.base()
 
