@@ -25,8 +25,9 @@ import zlib
 
 import numpy as np
 
-from .cli import bundled_files, bundled_scale, tensor_kind
-from .report import KINDS, class_table, format_table, markdown_table
+from .bundled import (DATA_DIR, KINDS, LAYERS, bundled_files, bundled_scale, manifest,
+                      tensor_kind)
+from .report import class_table, format_table, markdown_table
 
 __all__ = ["add_arguments", "run"]
 
@@ -87,7 +88,7 @@ def single_stage_rows(kinds=KINDS):
 
     rows = []
     for kind in kinds:
-        for layer in range(6):
+        for layer in LAYERS:
             paths = bundled_files(kind, layers=[layer])
             steps = [np.load(p).reshape(-1) for p in paths]
             scales = [bundled_scale(p) for p in paths]
@@ -127,7 +128,7 @@ def analyze_rows():
 
     rows = []
     for kind in KINDS:
-        for layer in range(6):
+        for layer in LAYERS:
             files = bundled_files(kind, layers=[layer])
             if not files:
                 continue
@@ -308,10 +309,9 @@ def render_hardware(rows):
 def data_section():
     """The capture's steps and, per kind and step, its six layers' files: from the
     manifest ``linkcodec capture`` wrote, the pooled entropy from the bytes."""
-    from .cli import DATA_DIR
     from .golden.huffman import entropy_bits
 
-    manifest = json.loads((DATA_DIR / "manifest.json").read_text())
+    sample = manifest()
     steps = [{"step": step["step"],
               "text": ", ".join(f"{source} {step['pair_sources'].count(source)}"
                                 for source in step["text_sources"]),
@@ -319,9 +319,9 @@ def data_section():
               "padded_batch": f"{step['batch_rows']} x {step['padded_length']}",
               "real_tokens": step["real_tokens"], "kept": step["tokens_kept"],
               "loss": step["loss_value"], "grad_norm": step["gradient_global_norm"]}
-             for step in manifest["steps"]]
+             for step in sample["steps"]]
     groups = {}
-    for entry in manifest["files"]:
+    for entry in sample["files"]:
         groups.setdefault((entry["kind"], entry["step"]), []).append(entry)
     files = []
     for (kind, step), entries in sorted(groups.items()):

@@ -13,59 +13,12 @@
 """
 
 import argparse
-import functools
 import json
-import re
 import sys
-from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main", "DATA_DIR", "bundled_files", "bundled_scale"]
-
-#: The bundled real tensor sample (see docs/data.md).
-DATA_DIR = Path(__file__).resolve().parent / "data"
-
-
-_BUNDLED = re.compile(r"minilm_l(?P<layer>\d+)_(?P<kind>ffn\d_(?:act|grad))_s(?P<step>\d+)$")
-
-
-def bundled_files(kind=None, layers=None, steps=None):
-    """Bundled ``.npy`` files (``minilm_l{layer}_{kind}_s{step}.npy``), optionally only
-    one kind (``ffn2_act`` ...), some layers and some training steps; sorted by layer,
-    kind, step."""
-    found = []
-    for path in DATA_DIR.glob("minilm_l*_*.npy"):
-        match = _BUNDLED.match(path.stem)
-        if match is None:
-            continue
-        layer, step = int(match["layer"]), int(match["step"])
-        if ((kind is None or match["kind"] == kind)
-                and (layers is None or layer in layers)
-                and (steps is None or step in steps)):
-            found.append(((layer, match["kind"], step), path))
-    return [path for _, path in sorted(found)]
-
-
-@functools.cache
-def _bundled_scales():
-    manifest = json.loads((DATA_DIR / "manifest.json").read_text())
-    return {entry["file"]: float(entry["scale"]) for entry in manifest["files"]}
-
-
-def bundled_scale(path):
-    """The factor a bundled file's tensor was multiplied by before its e4m3 cast (448 /
-    amax of that step), from the sample's ``manifest.json``."""
-    try:
-        return _bundled_scales()[Path(path).name]
-    except KeyError:
-        raise KeyError(f"{Path(path).name} is not a file of the bundled sample") from None
-
-
-def tensor_kind(path):
-    """``ffn2_act`` for ``minilm_l3_ffn2_act_s0.npy``; the file's stem for other files."""
-    match = _BUNDLED.match(Path(path).stem)
-    return match["kind"] if match else Path(path).stem
+__all__ = ["main"]
 
 
 def _e4m3_shards(files):

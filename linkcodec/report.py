@@ -2,11 +2,9 @@
 
 import numpy as np
 
-from .cli import bundled_files, tensor_kind
+from .bundled import KINDS, bundled_files, tensor_kind
 
 __all__ = ["markdown_table", "class_table", "format_table"]
-
-KINDS = ["ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"]
 
 
 def class_table(files=None):

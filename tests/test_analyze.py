@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from linkcodec.analyze import METRICS, analyze_shards
-from linkcodec.cli import bundled_files, bundled_scale, main
+from linkcodec.bundled import bundled_files, bundled_scale
+from linkcodec.cli import main
 from linkcodec.golden.exponent import encode as remap_encode, split, table_from_tensor_sigma
 from linkcodec.golden.huffman import HuffmanCodebook, per_shard_huffman_bits
 from linkcodec.golden.qlc import QlcCode, QlcLayout

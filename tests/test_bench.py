@@ -38,7 +38,7 @@ def test_optimal_layout_beats_base_on_every_bundled_class():
     """Issue 2's claim, as `linkcodec bench --compression` reports it."""
     import numpy as np
 
-    from linkcodec.cli import bundled_files
+    from linkcodec.bundled import bundled_files
     from linkcodec.golden.qlc import QlcCode
     from linkcodec.report import class_table
 
@@ -60,7 +60,7 @@ def test_data_section_matches_the_files():
     import numpy as np
 
     from linkcodec.bench import data_section
-    from linkcodec.cli import bundled_files
+    from linkcodec.bundled import bundled_files
     from linkcodec.golden.huffman import shannon_bits
 
     section = data_section()

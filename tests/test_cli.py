@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from linkcodec.cli import bundled_files, main, tensor_kind
+from linkcodec.bundled import bundled_files
+from linkcodec.cli import main
 from linkcodec.golden.formats import to_e4m3_bits
 
 SIM_KEYS = {"block", "lanes", "symbols", "cycles", "symbols_per_cycle", "bit_exact"}
@@ -52,16 +53,6 @@ def test_sim_refuses_bad_input(tmp_path, capsys):
     assert "holds bf16 bit patterns" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["sim", "qlc-wat", str(path)])
-
-
-def test_bundled_sample_is_real_and_small():
-    files = bundled_files()
-    assert len(files) == 96             # 6 layers x 4 kinds x 4 training steps
-    assert sum(path.stat().st_size for path in files) <= 8 * 2**20
-    kinds = {tensor_kind(path) for path in files}
-    assert kinds == {"ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"}
-    for path in files:
-        assert np.load(path).dtype == np.uint8
 
 
 @pytest.mark.xdist_group("qlc-encoder-1")
