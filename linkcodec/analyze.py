@@ -49,15 +49,6 @@ def _zstd_bits(raw):
     return 8 * len(zstandard.ZstdCompressor(level=19).compress(raw))
 
 
-def _byte_plane(shard):
-    """The byte symbols the entropy coders see: e4m3 bytes, or bf16 exponent bytes."""
-    if shard.format == "e4m3":
-        return shard.symbols
-    from .golden.exponent import split
-
-    return split(shard.symbols)[1]
-
-
 def analyze_shards(shards, *, codebook=None, scales=None):
     """Per-shard figures (list of dicts) and the size-weighted totals (dict).
 
@@ -79,7 +70,7 @@ def analyze_shards(shards, *, codebook=None, scales=None):
         bf16 = [f"{shard.file}:{shard.tensor}" for shard in shards if shard.format != "e4m3"]
         if bf16:
             raise ValueError(f"{bf16[0]} is bf16; scales follow e4m3 scaling")
-    planes = [_byte_plane(shard) for shard in shards]
+    planes = [shard.byte_plane for shard in shards]
     counts = [np.bincount(plane, minlength=256).astype(np.float64) for plane in planes]
 
     rows = []

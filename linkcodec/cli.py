@@ -21,19 +21,6 @@ import numpy as np
 __all__ = ["main"]
 
 
-def _e4m3_shards(files):
-    """The e4m3 shards of ``files`` (see :mod:`linkcodec.inputs`); bf16 is refused."""
-    from .golden.formats import FormatError
-    from .inputs import read_shards
-
-    shards = read_shards(files, format="e4m3")
-    for shard in shards:
-        if shard.format != "e4m3":
-            raise FormatError(f"{shard.file}:{shard.tensor} holds bf16 bit patterns; the "
-                              "QLC blocks carry e4m3 bytes")
-    return shards
-
-
 def _qlc_code(symbol_arrays, layout_name, codebook=None):
     """The QLC code ``sim`` loads: ranks from the files' pooled PMF or, with a codebook,
     from the codebook's model of the source (``2**-length``: shorter codes rank first)."""
@@ -50,9 +37,10 @@ def _qlc_code(symbol_arrays, layout_name, codebook=None):
 
 
 def cmd_sim(args):
+    from .inputs import read_e4m3_shards
     from .sim.harness import run_qlc
 
-    shards = _e4m3_shards(args.files)
+    shards = read_e4m3_shards(args.files)
     arrays = [shard.symbols for shard in shards]
     codebook = None
     if args.codebook:
@@ -93,12 +81,11 @@ def cmd_sim(args):
 
 
 def cmd_codebook_build(args):
-    from .analyze import _byte_plane
     from .golden.huffman import DEFAULT_MAX_LENGTH, HuffmanCodebook
     from .inputs import read_shards
 
     shards = read_shards(args.sources, format=args.format)
-    batches = [_byte_plane(shard) for shard in shards]
+    batches = [shard.byte_plane for shard in shards]
     max_length = DEFAULT_MAX_LENGTH if args.max_length is None else args.max_length
     if (args.scales is None) != (args.scale is None):
         raise ValueError("give --scales (one per source tensor) and --scale (the scale of "

@@ -20,9 +20,10 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
+from .golden.exponent import split
 from .golden.formats import FormatError, to_e4m3_bits
 
-__all__ = ["Shard", "read_shards", "FORMATS"]
+__all__ = ["Shard", "read_shards", "read_e4m3_shards", "FORMATS"]
 
 FORMATS = ("e4m3", "bf16")
 
@@ -39,6 +40,14 @@ class Shard:
     tensor: str            # the tensor's name in a .safetensors file, else the file stem
     format: str            # "e4m3" (symbols are uint8) or "bf16" (symbols are uint16)
     symbols: np.ndarray    # flat bit patterns
+
+    @property
+    def byte_plane(self):
+        """The byte symbols the entropy coders see: the e4m3 bytes themselves, or the
+        exponent bytes of bf16 values (:func:`linkcodec.golden.exponent.split`)."""
+        if self.format == "e4m3":
+            return self.symbols
+        return split(self.symbols)[1]
 
 
 def _as_symbols(array, requested, where):
@@ -106,4 +115,15 @@ def read_shards(paths, *, format="e4m3"):
         for name, array in tensors:
             kind, symbols = _as_symbols(array, format, f"{path}:{name}")
             shards.append(Shard(str(path), name, kind, symbols))
+    return shards
+
+
+def read_e4m3_shards(paths):
+    """:func:`read_shards` in e4m3, refusing bf16 bit patterns (``uint16`` arrays): the
+    QLC blocks carry e4m3 bytes."""
+    shards = read_shards(paths, format="e4m3")
+    for shard in shards:
+        if shard.format != "e4m3":
+            raise FormatError(f"{shard.file}:{shard.tensor} holds bf16 bit patterns; the "
+                              "QLC blocks carry e4m3 bytes")
     return shards

@@ -13,13 +13,12 @@ def plot_analysis(shards, path, *, codebook=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .analyze import _byte_plane
     from .golden.huffman import HuffmanCodebook
     from .golden.qlc import QlcCode, QlcLayout
 
     counts = np.zeros(256)
     for shard in shards:
-        counts += np.bincount(_byte_plane(shard), minlength=256)
+        counts += np.bincount(shard.byte_plane, minlength=256)
     if not counts.sum():
         raise ValueError("nothing to plot: the tensors are empty")
     pmf = counts / counts.sum()

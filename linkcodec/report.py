@@ -3,6 +3,7 @@
 import numpy as np
 
 from .bundled import KINDS, bundled_files, tensor_kind
+from .inputs import read_e4m3_shards
 
 __all__ = ["markdown_table", "class_table", "format_table"]
 
@@ -10,13 +11,12 @@ __all__ = ["markdown_table", "class_table", "format_table"]
 def class_table(files=None):
     """One row per tensor class: symbols, entropy, QLC base and optimal, in bits/symbol
     and compressibility (1 - bits/8). Each class's code comes from its own pooled PMF."""
-    from .cli import _e4m3_shards
     from .golden.huffman import entropy_bits
     from .golden.qlc import QlcCode, QlcLayout
 
     files = bundled_files() if files is None else files
     groups = {}
-    for path, shard in zip(files, _e4m3_shards(files)):
+    for path, shard in zip(files, read_e4m3_shards(files)):
         groups.setdefault(tensor_kind(path), []).append(shard.symbols)
     rows = []
     for kind in sorted(groups, key=lambda k: (KINDS.index(k) if k in KINDS else 99, k)):

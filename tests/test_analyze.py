@@ -214,3 +214,23 @@ def test_an_empty_shard_is_left_out_of_the_leave_one_out_average(tmp_path, capsy
     symbols = np.load(first).reshape(-1)
     assert rows[0]["huffman_fixed"] == pytest.approx(
         1 - book.lengths[symbols].astype(int).mean() / 8)
+
+
+def test_byte_plane_is_what_the_entropy_coders_see(tmp_path):
+    """e4m3: the bytes themselves; bf16: the exponent bytes. ``read_e4m3_shards`` refuses
+    bf16 bit patterns, which the QLC blocks cannot carry."""
+    from linkcodec.golden.formats import FormatError
+    from linkcodec.inputs import read_e4m3_shards
+
+    values = np.random.default_rng(5).standard_normal(300).astype(np.float32)
+    np.save(tmp_path / "values.npy", values)
+    (e4m3,) = read_shards([tmp_path / "values.npy"])
+    (bf16,) = read_shards([tmp_path / "values.npy"], format="bf16")
+    assert e4m3.byte_plane is e4m3.symbols
+    assert np.array_equal(bf16.byte_plane, split(bf16.symbols)[1])
+    assert bf16.byte_plane.dtype == np.uint8
+    np.save(tmp_path / "bf16.npy", bf16.symbols)
+    (again,) = read_e4m3_shards([tmp_path / "values.npy"])
+    assert np.array_equal(again.symbols, e4m3.symbols)
+    with pytest.raises(FormatError, match="holds bf16 bit patterns"):
+        read_e4m3_shards([tmp_path / "values.npy", tmp_path / "bf16.npy"])
