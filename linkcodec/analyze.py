@@ -30,6 +30,8 @@ import zlib
 
 import numpy as np
 
+from .tables import markdown_table
+
 __all__ = ["METRICS", "analyze_shards", "add_arguments", "run"]
 
 METRICS = ["shannon", "huffman", "huffman_fixed", "qlc_base", "qlc_optimal",
@@ -165,8 +167,6 @@ def _percent(value):
 
 def format_table(rows, total):
     shown = [name for name in METRICS if any(row.get(name) is not None for row in rows)]
-    from .report import markdown_table
-
     head = ["tensor", "symbols"] + shown + ["kl_to_average"]
     cells = []
     for row in rows + [dict(total, tensor="**total**")]:

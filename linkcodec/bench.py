@@ -27,7 +27,7 @@ import numpy as np
 
 from .bundled import (DATA_DIR, KINDS, LAYERS, bundled_files, bundled_scale, manifest,
                       tensor_kind)
-from .report import class_table, format_table, markdown_table
+from .tables import class_table, format_table, markdown_table
 
 __all__ = ["add_arguments", "run"]
 

@@ -6,7 +6,8 @@ Every figure comes from the same functions as ``linkcodec bench``.
 import time
 
 from .bench import hardware_rows, single_stage_rows
-from .report import KINDS, class_table, format_table, markdown_table
+from .bundled import KINDS
+from .tables import class_table, format_table, markdown_table
 
 __all__ = ["run_demo", "single_stage_table"]
 

@@ -40,7 +40,7 @@ def test_optimal_layout_beats_base_on_every_bundled_class():
 
     from linkcodec.bundled import bundled_files
     from linkcodec.golden.qlc import QlcCode
-    from linkcodec.report import class_table
+    from linkcodec.tables import class_table
 
     rows = class_table()
     assert [row["class"] for row in rows] == ["ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"]

@@ -1,4 +1,5 @@
-"""Figures on the bundled tensors, shared by ``linkcodec demo`` and ``linkcodec bench``."""
+"""Markdown tables, and the QLC class table of the bundled tensors that ``linkcodec demo``
+and ``linkcodec bench`` both print."""
 
 import numpy as np
 
