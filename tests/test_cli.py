@@ -81,3 +81,12 @@ def test_capture_without_torch_says_what_to_install(tmp_path, capsys):
     assert main(["capture", "--out", str(tmp_path)]) == 2
     assert "pip install 'linkcodec[capture]'" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_python_dash_m_runs_the_command_line():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "linkcodec", "--help"],
+                            capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("usage: linkcodec")
