@@ -55,6 +55,7 @@ def analyze_shards(shards, *, codebook=None, scales=None):
     """Per-shard figures (list of dicts) and the size-weighted totals (dict).
 
     ``scales``: one e4m3 scale per shard, for a leave-one-out codebook that follows it."""
+    from .golden.formats import compressibility
     from .golden.huffman import (HuffmanCodebook, average_pmf, entropy_bits,
                                  per_shard_huffman_bits)
     from .golden.qlc import QlcCode, QlcLayout
@@ -135,7 +136,7 @@ def analyze_shards(shards, *, codebook=None, scales=None):
         bits["zstd"] = _zstd_bits(raw_bytes) / n
         bits["zlib"] = 8 * len(zlib.compress(raw_bytes, 9)) / n
         for name in METRICS:
-            row[name] = None if bits[name] is None else 1 - bits[name] / raw
+            row[name] = None if bits[name] is None else compressibility(bits[name], raw)
         row["_bits"] = bits
         rows.append(row)
 

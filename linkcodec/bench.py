@@ -77,6 +77,7 @@ def single_stage_rows(kinds=KINDS):
     from steps 0-2 of the same tensor (their average PMF as codes, and as values cast at
     step 3's scale), and under one from the other five layers at step 3. Every
     fixed-code frame is encoded and decoded; its bits are the true frame length."""
+    from .golden.formats import compressibility
     from .golden.huffman import (HuffmanCodebook, average_pmf, per_shard_huffman_bits,
                                  shannon_bits)
 
@@ -103,15 +104,15 @@ def single_stage_rows(kinds=KINDS):
             rows.append({
                 "kind": kind, "layer": layer, "symbols": int(late.size),
                 "scale_change": round(max(abs(s / scales[3] - 1) for s in scales[:3]), 4),
-                "shannon": 1 - shannon_bits(late) / 8,
-                "huffman": 1 - per_shard_huffman_bits(late) / 8,
-                "fixed_earlier_steps": 1 - fixed(HuffmanCodebook.from_pmf(pmf),
-                                                 late) / 8,
-                "fixed_at_scale": 1 - fixed(at_scale, late) / 8,
+                "shannon": compressibility(shannon_bits(late)),
+                "huffman": compressibility(per_shard_huffman_bits(late)),
+                "fixed_earlier_steps": compressibility(fixed(HuffmanCodebook.from_pmf(pmf),
+                                                             late)),
+                "fixed_at_scale": compressibility(fixed(at_scale, late)),
                 "build_ms_at_scale": round(build_ms, 2),
                 "unseen_percent": 100 * float(np.isin(late, np.flatnonzero(pmf == 0)).mean()),
-                "fixed_other_layers": 1 - fixed(HuffmanCodebook.from_batches(others),
-                                                late) / 8,
+                "fixed_other_layers": compressibility(
+                    fixed(HuffmanCodebook.from_batches(others), late)),
             })
     return rows
 

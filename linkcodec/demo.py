@@ -7,6 +7,7 @@ import time
 
 from .bench import hardware_rows, single_stage_rows
 from .bundled import KINDS
+from .golden.formats import compressibility
 from .tables import class_table, format_table, markdown_table
 
 __all__ = ["run_demo", "single_stage_table"]
@@ -29,7 +30,7 @@ def single_stage_table():
             return [100 * (row["huffman"] - row[key]) for row in own]
 
         huffman = bits("huffman")
-        cells.append([kind, f"{huffman:.3f} b ({1 - huffman / 8:.1%})"] + [
+        cells.append([kind, f"{huffman:.3f} b ({compressibility(huffman):.1%})"] + [
             f"{bits(key):.3f} b, gap {max(gaps(key)):.2f}"
             for key in ("fixed_earlier_steps", "fixed_at_scale")])
     return markdown_table(["tensor class", "Huffman from step 3 itself",

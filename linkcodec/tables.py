@@ -4,6 +4,7 @@ and ``linkcodec bench`` both print."""
 import numpy as np
 
 from .bundled import KINDS, bundled_files, tensor_kind
+from .golden.formats import compressibility
 from .inputs import read_e4m3_shards
 
 __all__ = ["markdown_table", "class_table", "format_table"]
@@ -46,7 +47,7 @@ def markdown_table(head, rows, align=None):
 
 def format_table(rows):
     def cell(bits):
-        return f"{bits:.3f} b ({1 - bits / 8:.1%})"
+        return f"{bits:.3f} b ({compressibility(bits):.1%})"
 
     return markdown_table(
         ["tensor class", "files", "symbols", "entropy", "QLC base", "QLC optimal",
