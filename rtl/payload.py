@@ -2,7 +2,7 @@
 
 Every codec block moves two kinds of beats:
 
-* **symbol beats**: ``lanes`` 8-bit symbols per beat, a ``count`` of how many lanes hold a
+* **symbol beats**: ``lanes`` symbols of ``width`` bits per beat (8 for e4m3, 16 for bf16), a ``count`` of how many lanes hold a
   symbol (lanes ``0 .. count-1``, in stream order), and ``last`` on the beat that ends a
   frame; a decoder's output beats also carry ``error``;
 * **word beats**: ``width`` bits of a coded frame (first bit in the MSB), a ``bits`` count of
@@ -16,7 +16,11 @@ The same layout objects pack and unpack beats in the testbenches (:func:`pack`,
 from amaranth.hdl import unsigned
 from amaranth.lib import data
 
-__all__ = ["symbol_layout", "word_layout", "pack", "unpack", "check_lanes", "check_word_width"]
+__all__ = ["symbol_layout", "word_layout", "config_write_layout", "pack", "unpack", "check_lanes",
+           "check_word_width", "SYMBOL_WIDTHS"]
+
+#: Symbol widths a symbol beat carries: e4m3 bytes and bf16 values.
+SYMBOL_WIDTHS = (8, 16)
 
 
 def check_lanes(lanes):
@@ -32,11 +36,14 @@ def check_word_width(word_width):
     return word_width
 
 
-def symbol_layout(lanes, *, error=False):
-    """Layout of a beat of ``lanes`` 8-bit symbols (``error`` adds the decoder's error flag)."""
+def symbol_layout(lanes, *, width=8, error=False):
+    """Layout of a beat of ``lanes`` symbols of ``width`` bits (8 or 16; ``error`` adds the
+    decoder's error flag)."""
     check_lanes(lanes)
+    if width not in SYMBOL_WIDTHS:
+        raise ValueError(f"symbol width must be 8 or 16, not {width!r}")
     fields = {
-        "symbols": data.ArrayLayout(8, lanes),
+        "symbols": data.ArrayLayout(width, lanes),
         "count": unsigned((lanes + 1).bit_length() if lanes > 1 else 1),
         "last": 1,
     }
@@ -53,6 +60,11 @@ def word_layout(width):
         "bits": unsigned(width.bit_length()),
         "last": 1,
     })
+
+
+def config_write_layout(*, addr_width, data_width):
+    """Layout of a config write: a table entry or register at ``addr`` takes ``data``."""
+    return data.StructLayout({"addr": addr_width, "data": data_width})
 
 
 def pack(layout, value):

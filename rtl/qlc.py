@@ -23,15 +23,16 @@ writes for a code.
 
 from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..golden.qlc import QlcCode
 from .bitpack import BitPacker, BitUnpacker
 from .payload import symbol_layout, word_layout, check_lanes, check_word_width
+from .payload import config_write_layout
+from .table import ConfigRegisters, ConfigTable
 
 __all__ = [
-    "MAX_CODE_LENGTH", "area_layout", "config_layout", "default_word_width", "config_writes",
+    "MAX_CODE_LENGTH", "AREA_BASE", "area_layout", "config_layout", "default_word_width", "config_writes",
     "QlcEncoder", "QlcDecoder",
 ]
 
@@ -46,10 +47,10 @@ area_layout = data.StructLayout({
 })
 
 #: A write to a block's tables.
-config_layout = data.StructLayout({
-    "addr": 9,
-    "data": area_layout.size,
-})
+config_layout = config_write_layout(addr_width=9, data_width=area_layout.size)
+
+#: Config address of area 0; areas 0..7 follow the 256 table entries.
+AREA_BASE = 256
 
 
 def default_word_width(lanes):
@@ -82,7 +83,7 @@ def config_writes(code, *, block):
         raise ValueError(f"block must be 'encoder' or 'decoder', not {block!r}")
     writes = [{"addr": index, "data": int(entry)} for index, entry in enumerate(table)]
     for index, entry in enumerate(_area_entries(code)):
-        writes.append({"addr": 256 + index, "data": area_layout.const(entry).as_bits()})
+        writes.append({"addr": AREA_BASE + index, "data": area_layout.const(entry).as_bits()})
     return writes
 
 
@@ -121,27 +122,19 @@ class _QlcBlock(wiring.Component):
         return self._code
 
     def _tables(self, m, table_init):
-        """The table memory, the area registers and the logic that writes them."""
-        m.submodules.table = table = Memory(shape=8, depth=256, init=[int(entry) for entry in table_init])
-        write = table.write_port()
-        areas = Signal(data.ArrayLayout(area_layout, 8), init=_area_entries(self._code))
-
+        """The table memory (one read port per lane) and the area registers, both loaded
+        through ``i_config``; returns the read ports and the areas."""
+        m.submodules.table = table = ConfigTable(
+            shape=8, depth=256, init=[int(entry) for entry in table_init],
+            read_ports=self._lanes, config_layout=config_layout)
+        m.submodules.areas = areas = ConfigRegisters(
+            shape=area_layout, depth=8, init=_area_entries(self._code),
+            config_layout=config_layout, base=AREA_BASE)
         m.d.comb += self.i_config.ready.eq(1)
-        with m.If(self.i_config.valid):
-            addr = self.i_config.payload.addr
-            with m.If(addr < 256):
-                m.d.comb += [
-                    write.addr.eq(addr[:8]),
-                    write.data.eq(self.i_config.payload.data[:8]),
-                    write.en.eq(1),
-                ]
-            with m.Else():
-                with m.Switch(addr):
-                    for index in range(8):
-                        with m.Case(256 + index):
-                            m.d.sync += areas[index].eq(self.i_config.payload.data)
-        reads = [table.read_port(domain="comb") for _ in range(self._lanes)]
-        return reads, areas
+        for listener in (table.config, areas.config):
+            m.d.comb += [listener.valid.eq(self.i_config.valid),
+                         listener.payload.eq(self.i_config.payload)]
+        return table.read, areas.entries
 
 
 class QlcEncoder(_QlcBlock):

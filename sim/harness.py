@@ -1,10 +1,22 @@
-"""Run a codec block under Verilator on frames of symbols, checked against the golden model.
+"""Run any streaming block under Verilator, scored against the golden model.
 
-:func:`run_qlc` is what the tests and ``linkcodec sim`` call: it builds the block (one
-build directory per block, lanes, word width and reset-time code), works out the input
-beats and the output the golden model expects, runs :mod:`linkcodec.sim.stream_tb`, and
-returns the figures: ``block``, ``lanes``, ``symbols``, ``cycles``,
-``symbols_per_cycle``, ``bit_exact``.
+Two levels:
+
+- :func:`run_beats` runs a component on given beats: a ``dict`` of input beats per input
+  stream port, the beats expected on each output stream port, and the config writes
+  loaded before any traffic. Port names, directions and payload layouts come from the
+  component's own signature; every stream port is driven or watched, so a beat on a port
+  that should be quiet is caught. The build directory is keyed on a hash of the
+  generated Verilog.
+- :func:`run_frames` runs a block from its :class:`~linkcodec.sim.block.BlockDescription`
+  on frames of symbols: the description builds the block and turns each frame into its
+  input and expected beats through the golden model. This is what ``linkcodec sim``,
+  ``linkcodec bench`` and the tests call. It returns ``block``, ``lanes``,
+  ``word_width``, ``symbols``, ``cycles``, ``symbols_per_cycle``, ``bit_exact`` and one
+  entry a frame in ``frames``.
+
+Random idle cycles on every input and random backpressure on every output come from one
+seed, printed by the testbench, so a failure replays.
 """
 
 import hashlib
@@ -13,114 +25,99 @@ import random
 import tempfile
 from pathlib import Path
 
-import numpy as np
+from amaranth.lib import stream, wiring
 
-from ..rtl.payload import pack, symbol_layout, unpack, word_layout
-from ..rtl.qlc import QlcDecoder, QlcEncoder, config_layout, config_writes, default_word_width
+from ..rtl.payload import pack, unpack
 from . import runner
+from .blocks import get_block
 
-__all__ = ["BLOCKS", "encoder_beats", "frame_words", "decoder_beats", "run_case", "run_qlc"]
-
-BLOCKS = {"qlc-encoder": QlcEncoder, "qlc-decoder": QlcDecoder}
+__all__ = ["stream_ports", "run_beats", "run_frames"]
 
 
-def encoder_beats(frames, lanes):
-    """Symbol beats (dicts) that carry ``frames`` through a block with ``lanes`` lanes."""
-    beats = []
-    for frame in frames:
-        frame = np.asarray(frame, dtype=np.uint8)
-        if frame.size == 0:
-            beats.append({"symbols": [0] * lanes, "count": 0, "last": 1})
+def stream_ports(component):
+    """``(inputs, outputs)``: ``dict`` from each stream port's name to its payload layout,
+    in signature order, read from the component's signature."""
+    inputs, outputs = {}, {}
+    for name, member in component.signature.members.items():
+        if member.is_port or not isinstance(member.signature, stream.Signature):
             continue
-        padded = np.zeros(-(-frame.size // lanes) * lanes, dtype=np.uint8)
-        padded[:frame.size] = frame
-        rows = padded.reshape(-1, lanes).tolist()
-        for index, row in enumerate(rows):
-            final = index == len(rows) - 1
-            count = frame.size - index * lanes if final else lanes
-            beats.append({"symbols": row[:count] + [0] * (lanes - count), "count": count,
-                          "last": int(final)})
-    return beats
+        side = inputs if member.flow == wiring.In else outputs
+        side[name] = member.signature.members["payload"].shape
+    return inputs, outputs
 
 
-def decoder_beats(frames, lanes, *, error_after=None):
-    """The beats a decoder emits for ``frames``.
+def _span(first_cycles, last_cycles):
+    """Cycles from the first input transfer to the last output transfer, inclusive."""
+    if not first_cycles or not last_cycles:
+        return 0
+    return max(last_cycles) - min(first_cycles) + 1
 
-    With ``error_after`` the last frame holds a fault after that many good symbols: the
-    decoder emits those, then ends the frame with ``error = 1, last = 1`` in the beat
-    that would have held the next symbol (see ``QlcDecoder``).
+
+def _slices(counts, taken, cycles):
+    """The transfer cycles of one frame's beats on each port (``counts`` beats a port),
+    after the ``taken`` beats of earlier frames; ``taken`` is advanced."""
+    slices = []
+    for port, count in counts.items():
+        start = taken.get(port, 0)
+        taken[port] = start + count
+        seen = cycles.get(port, [])[start:start + count]
+        if seen:
+            slices.append(seen)
+    return slices
+
+
+def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, seed=None,
+              build_root=None, name="block", settle=8):
+    """Build ``component`` and run it on ``inputs``, scoring against ``expected``.
+
+    ``inputs`` and ``expected`` map stream port names to beats (dicts of the port's
+    payload layout); ``config`` maps config port names to writes, loaded one port after
+    another before the traffic starts. A stream port left out carries no beats.
+
+    Returns ``output`` and ``expected`` (beats per output port), ``bit_exact``,
+    ``input_cycles`` and ``output_cycles`` (per port, the cycle of every transfer),
+    ``cycles`` (first input transfer to last output transfer, inclusive), ``seed`` and
+    ``build_dir``. After the input is sent and the expected beats are in, the testbench
+    watches ``settle`` more cycles for anything extra.
     """
-    frames = list(frames)
-    if error_after is None:
-        return [dict(beat, error=0) for beat in encoder_beats(frames, lanes)]
-    head = [dict(beat, error=0) for beat in encoder_beats(frames[:-1], lanes)]
-    good = np.asarray(frames[-1][:error_after], np.uint8)
-    body = [dict(beat, error=0) for beat in encoder_beats([good], lanes)] if good.size else []
-    if good.size % lanes:
-        body[-1]["error"] = 1
-    else:
-        if body:
-            body[-1]["last"] = 0
-        body.append({"symbols": [0] * lanes, "count": 0, "last": 1, "error": 1})
-    return head + body
-
-
-def frame_words(data, nbits, word_width):
-    """The words (dicts) that carry a coded frame, as ``docs/bitstream.md`` defines them."""
-    width_bytes = word_width // 8
-    count = max(1, -(-nbits // word_width))
-    buffer = bytes(data) + bytes(count * width_bytes - len(data))
-    words = []
-    for index in range(count):
-        chunk = buffer[index * width_bytes:(index + 1) * width_bytes]
-        final = index == count - 1
-        words.append({"data": int.from_bytes(chunk, "big"),
-                      "bits": nbits - index * word_width if final else word_width,
-                      "last": int(final)})
-    return words
-
-
-def _code_digest(code):
-    return hashlib.sha256(
-        bytes(code.layout.suffix_bits) + np.asarray(code.layout.sizes, np.uint16).tobytes()
-        + np.asarray(code.symbol_to_rank, np.uint8).tobytes()).hexdigest()[:10]
-
-
-def run_case(block, *, lanes, word_width=None, reset_code=None, config=(), inputs,
-             expected, idle=0.0, stall=0.0, seed=None, build_root=None, settle=8):
-    """Build ``block`` and run it on ``inputs`` (dicts), scoring against ``expected``.
-
-    Returns a dict with the output beats (dicts), ``bit_exact``, ``cycles`` (first input
-    transfer to last output transfer, inclusive) and ``seed``. After the input is sent
-    and the expected beats are in, the testbench watches ``settle`` more cycles for
-    anything extra.
-    """
-    cls = BLOCKS[block]
-    word_width = default_word_width(lanes) if word_width is None else word_width
-    dut = cls(lanes=lanes, word_width=word_width, code=reset_code)
+    config = dict(config or {})
+    in_ports, out_ports = stream_ports(component)
+    for port in [*inputs, *config]:
+        if port not in in_ports:
+            raise ValueError(f"{name} has no input stream port {port!r}; it has "
+                             f"{', '.join(in_ports) or 'none'}")
+    for port in expected:
+        if port not in out_ports:
+            raise ValueError(f"{name} has no output stream port {port!r}; it has "
+                             f"{', '.join(out_ports) or 'none'}")
     if seed is None:
         seed = random.SystemRandom().randrange(1 << 31)
-    if block == "qlc-encoder":
-        in_layout, out_layout = symbol_layout(lanes), word_layout(word_width)
-    else:
-        in_layout, out_layout = word_layout(word_width), symbol_layout(lanes, error=True)
 
+    text = runner.verilog_text(component, name="top")
     build_root = Path(build_root or runner.BUILD_ROOT)
-    build_dir = build_root / f"{block}-l{lanes}-w{word_width}-{_code_digest(dut.code)}"
-    sim = runner.build(dut, name="top", build_dir=build_dir)
+    build_dir = build_root / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    sim = runner.build(text, name="top", build_dir=build_dir)
 
+    def packed(port, beats):
+        layout = in_ports.get(port) or out_ports[port]
+        return [pack(layout, beat) for beat in beats]
+
+    streams = [port for port in in_ports if port not in config]
     case = {
         "seed": seed,
-        "idle": idle,
-        "stall": stall,
         "settle": settle,
-        "config": [pack(config_layout, write) for write in config],
-        "input": [pack(in_layout, beat) for beat in inputs],
-        "expected": [pack(out_layout, beat) for beat in expected],
+        "config": [{"port": port, "beats": packed(port, writes)}
+                   for port, writes in config.items()],
+        "inputs": [{"port": port, "beats": packed(port, inputs.get(port, ())), "idle": idle}
+                   for port in streams],
+        "outputs": [{"port": port, "expected": packed(port, expected.get(port, ())),
+                     "stall": stall} for port in out_ports],
     }
     # Generous but finite: every beat may wait out idle and stall cycles.
     slack = 1.0 / max(1e-3, (1 - idle) * (1 - stall))
-    case["cycle_limit"] = int((len(inputs) + len(expected)) * 4 * slack) + 2000
+    count = sum(len(port["beats"]) for port in case["inputs"]) + sum(
+        len(port["expected"]) for port in case["outputs"])
+    case["cycle_limit"] = int(count * 4 * slack) + 2000
     with tempfile.TemporaryDirectory(prefix="linkcodec-") as scratch:
         case_path = Path(scratch) / "case.json"
         result_path = Path(scratch) / "result.json"
@@ -134,77 +131,77 @@ def run_case(block, *, lanes, word_width=None, reset_code=None, config=(), input
             raise RuntimeError(f"the testbench wrote no result; see {build_dir / 'test.log'}")
         result = json.loads(result_path.read_text())
 
-    output = [unpack(out_layout, beat) for beat in result["output"]]
+    output = {port: [unpack(out_ports[port], beat) for beat in result["output"][port]]
+              for port in out_ports}
+    want = {port: list(expected.get(port, ())) for port in out_ports}
+    input_cycles, output_cycles = result["input_cycles"], result["output_cycles"]
     return {
         "output": output,
-        "expected": expected,
-        "bit_exact": result["output"] == case["expected"],
-        "input_cycles": result["input_cycles"],
-        "output_cycles": result["output_cycles"],
-        "cycles": _span(result["input_cycles"], result["output_cycles"]),
+        "expected": want,
+        "bit_exact": all(result["output"][port["port"]] == port["expected"]
+                         for port in case["outputs"]),
+        "input_cycles": input_cycles,
+        "output_cycles": output_cycles,
+        "cycles": _span([cycles[0] for cycles in input_cycles.values() if cycles],
+                        [cycles[-1] for cycles in output_cycles.values() if cycles]),
         "seed": seed,
         "build_dir": str(build_dir),
     }
 
 
-def _span(input_cycles, output_cycles):
-    """Cycles from the first input transfer to the last output transfer, inclusive."""
-    if not input_cycles or not output_cycles:
-        return 0
-    return output_cycles[-1] - input_cycles[0] + 1
+def run_frames(block, frames, *, lanes, word_width=None, tables=None, runtime_config=True,
+               idle=0.0, stall=0.0, seed=None, build_root=None):
+    """Run ``block`` (a description or its name) on ``frames``, one frame after another.
 
-
-def run_qlc(block, frames, *, lanes, code, word_width=None, runtime_config=True, idle=0.0,
-            stall=0.0, seed=None, build_root=None):
-    """Run a QLC block on ``frames`` (uint8 arrays) coded with ``code``.
-
-    With ``runtime_config`` the block is built with the base code and ``code`` is loaded
-    through ``i_config`` before the frames; otherwise ``code`` is set at elaboration.
+    ``tables`` (default: the block's own default) are what the golden model codes with.
+    With ``runtime_config`` the block is built with its default tables and ``tables`` are
+    loaded through its config port(s) before the frames; otherwise ``tables`` are set at
+    elaboration.
     """
-    if block not in BLOCKS:
-        raise ValueError(f"unknown block {block!r}; expected one of {', '.join(BLOCKS)}")
-    word_width = default_word_width(lanes) if word_width is None else word_width
-    frames = [np.asarray(frame, dtype=np.uint8).reshape(-1) for frame in frames]
-    # Per frame: its input beats and its expected output beats.
-    frame_inputs, frame_outputs = [], []
+    if isinstance(block, str):
+        block = get_block(block)
+    block.check_lanes(lanes)
+    if word_width is None:
+        word_width = block.default_word_width(lanes)
+    tables = block.default_tables() if tables is None else tables
+    frames = [block.prepare(frame) for frame in frames]
+    loaded = runtime_config and bool(block.config_ports)
+    component = block.build(lanes=lanes, word_width=word_width,
+                            tables=None if loaded else tables)
+
+    inputs, expected, per_frame = {}, {}, []
     for frame in frames:
-        data, nbits = code.encode(frame)
-        words = frame_words(data, nbits, word_width)
-        beats = encoder_beats([frame], lanes)
-        if block == "qlc-encoder":
-            frame_inputs.append(beats)
-            frame_outputs.append(words)
-        else:
-            frame_inputs.append(words)
-            frame_outputs.append([dict(beat, error=0) for beat in beats])
-    inputs = [beat for beats in frame_inputs for beat in beats]
-    expected = [beat for beats in frame_outputs for beat in beats]
-    table = "encoder" if block == "qlc-encoder" else "decoder"
-    result = run_case(
-        block, lanes=lanes, word_width=word_width,
-        reset_code=None if runtime_config else code,
-        config=config_writes(code, block=table) if runtime_config else (),
-        inputs=inputs, expected=expected, idle=idle, stall=stall, seed=seed,
-        build_root=build_root)
-    symbols = int(sum(frame.size for frame in frames))
-    cycles = result["cycles"]
+        frame_in, frame_out = block.frame_io(frame, lanes=lanes, word_width=word_width,
+                                             tables=tables)
+        per_frame.append(({port: len(beats) for port, beats in frame_in.items()},
+                          {port: len(beats) for port, beats in frame_out.items()}))
+        for port, beats in frame_in.items():
+            inputs.setdefault(port, []).extend(beats)
+        for port, beats in frame_out.items():
+            expected.setdefault(port, []).extend(beats)
+
+    result = run_beats(component, inputs=inputs, expected=expected,
+                       config=block.config_writes(tables) if loaded else None,
+                       idle=idle, stall=stall, seed=seed, build_root=build_root,
+                       name=block.module_name(lanes=lanes, word_width=word_width))
+
     result["frames"] = []
-    first_in = first_out = 0
-    for frame, beats_in, beats_out in zip(frames, frame_inputs, frame_outputs):
-        ins = result["input_cycles"][first_in:first_in + len(beats_in)]
-        outs = result["output_cycles"][first_out:first_out + len(beats_out)]
-        first_in, first_out = first_in + len(beats_in), first_out + len(beats_out)
-        span = _span(ins, outs)
+    taken_in, taken_out = {}, {}
+    for frame, (counts_in, counts_out) in zip(frames, per_frame):
+        firsts = [seen[0] for seen in _slices(counts_in, taken_in, result["input_cycles"])]
+        lasts = [seen[-1] for seen in _slices(counts_out, taken_out, result["output_cycles"])]
+        span = _span(firsts, lasts)
         result["frames"].append({
             "symbols": int(frame.size),
             "cycles": span,
             "symbols_per_cycle": round(frame.size / span, 4) if span else 0.0,
         })
+    symbols = int(sum(frame.size for frame in frames))
     result.update({
-        "block": block,
+        "block": block.name,
         "lanes": lanes,
         "word_width": word_width,
         "symbols": symbols,
-        "symbols_per_cycle": symbols / cycles if cycles else 0.0,
+        "symbols_per_cycle": symbols / result["cycles"] if result["cycles"] else 0.0,
     })
     return result

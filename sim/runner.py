@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["verilator_environment", "write_verilog", "build", "run_testbench", "BUILD_ROOT"]
+__all__ = ["verilator_environment", "verilog_text", "build", "run_testbench", "BUILD_ROOT"]
 
 #: Where builds go unless told otherwise (``LINKCODEC_BUILD`` overrides).
 BUILD_ROOT = Path(os.environ.get("LINKCODEC_BUILD", Path.cwd() / "build" / "sim"))
@@ -39,31 +39,29 @@ def verilator_environment():
     return root
 
 
-def write_verilog(component, path, *, name):
-    """Write ``component`` as Verilog to ``path`` if it changed; return the path."""
+def verilog_text(component, *, name):
+    """``component`` as Verilog text, its top module called ``name``."""
     from amaranth.back import verilog
 
-    text = verilog.convert(component, name=name, emit_src=False)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-    return path
+    return verilog.convert(component, name=name, emit_src=False)
 
 
-def build(component, *, name, build_dir):
-    """Generate Verilog for ``component`` and build a Verilator model of it.
+def build(verilog, *, name, build_dir):
+    """Build a Verilator model of the Verilog text ``verilog`` (top module ``name``).
 
-    ``build_dir`` is this parameter case's own folder; a build whose Verilog is unchanged
-    is reused. ``WAVES=1`` in the environment builds with tracing.
+    ``build_dir`` is this case's own folder; a build of the same Verilog is reused.
+    ``WAVES=1`` in the environment builds with tracing.
     """
     from cocotb_tools.runner import get_runner
 
     verilator_environment()
     build_dir = Path(build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
     waves = os.environ.get("WAVES", "0") == "1"
-    source = write_verilog(component, build_dir / f"{name}.v", name=name)
-    digest = hashlib.sha256(source.read_bytes() + (b"waves" if waves else b"")).hexdigest()
+    source = build_dir / f"{name}.v"
+    if not source.exists() or source.read_text() != verilog:
+        source.write_text(verilog)
+    digest = hashlib.sha256(verilog.encode() + (b"waves" if waves else b"")).hexdigest()
     stamp = build_dir / "build.stamp"
     runner = get_runner("verilator")
     if stamp.exists() and stamp.read_text() == digest and (build_dir / "Vtop").exists():

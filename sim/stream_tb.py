@@ -1,11 +1,12 @@
 """cocotb testbench shared by every streaming block: config, stimulus, scoreboard.
 
 The case file named by ``LINKCODEC_CASE`` (JSON, written by :mod:`linkcodec.sim.harness`)
-holds the packed ``i_config`` writes, the packed input beats, the packed beats the
-golden model expects on ``o``, the idle and stall probabilities and the seed. The
-testbench loads the config, streams the input with random idle cycles, takes the output
-with random backpressure, compares it in order against the expectation (the scoreboard),
-and writes what it saw to ``LINKCODEC_RESULT``.
+lists the config ports and their packed writes, every input stream port with its packed
+beats and idle probability, every output stream port with the packed beats the golden
+model expects and its stall probability, and the seed. The testbench loads the config
+ports one after another, streams every input with random idle cycles, takes every output
+with random backpressure, compares each output in order against its expectation (the
+scoreboard), and writes what it saw to ``LINKCODEC_RESULT``.
 """
 
 import json
@@ -26,11 +27,18 @@ class TB:
         seed = case["seed"]
         dut._log.info("seed %d (replay with --seed %d)", seed, seed)
         rng = random.Random(seed)
-        self.source = StreamDriver(dut, "i", dut.clk, case["input"], idle=case["idle"],
-                                   rng=random.Random(rng.getrandbits(32)))
-        self.sink = StreamMonitor(dut, "o", dut.clk, stall=case["stall"],
-                                  rng=random.Random(rng.getrandbits(32)))
-        self.config = StreamDriver(dut, "i_config", dut.clk, case["config"])
+        # Sources first, then sinks, each with its own generator drawn from the seed.
+        self.sources = {
+            port["port"]: StreamDriver(dut, port["port"], dut.clk, port["beats"],
+                                       idle=port["idle"],
+                                       rng=random.Random(rng.getrandbits(32)))
+            for port in case["inputs"]}
+        self.sinks = {
+            port["port"]: StreamMonitor(dut, port["port"], dut.clk, stall=port["stall"],
+                                        rng=random.Random(rng.getrandbits(32)))
+            for port in case["outputs"]}
+        self.configs = [StreamDriver(dut, port["port"], dut.clk, port["beats"])
+                        for port in case["config"]]
 
     async def reset(self):
         self.dut.rst.value = 1
@@ -39,18 +47,25 @@ class TB:
         await RisingEdge(self.dut.clk)
 
     async def load_config(self):
-        if not self.case["config"]:
-            return
-        self.config.start()
-        limit = len(self.case["config"]) + 10
-        for _ in range(limit):
+        for config in self.configs:
+            if not config.beats:
+                continue
+            config.start()
+            # A config port may stall, but not for long.
+            for _ in range(4 * len(config.beats) + 10):
+                await RisingEdge(self.dut.clk)
+                if config.done:
+                    break
+            config.stop()
+            config.valid.value = 0
             await RisingEdge(self.dut.clk)
-            if self.config.done:
-                break
-        self.config.stop()
-        self.dut.i_config__valid.value = 0
-        await RisingEdge(self.dut.clk)
-        assert self.config.done, "the config port did not take every write"
+            assert config.done, (f"{config.name} took {config.sent} of "
+                                 f"{len(config.beats)} writes")
+
+    def finished(self):
+        return (all(source.done for source in self.sources.values())
+                and all(len(self.sinks[port["port"]].beats) >= len(port["expected"])
+                        for port in self.case["outputs"]))
 
 
 @cocotb.test()
@@ -62,36 +77,42 @@ async def run_case(dut):
     await tb.reset()
     await tb.load_config()
 
-    expected = case["expected"]
-    tb.sink.start()
-    tb.source.start()
+    for sink in tb.sinks.values():
+        sink.start()
+    for source in tb.sources.values():
+        source.start()
     limit = case["cycle_limit"]
     cycles = 0
     while cycles < limit:
         await RisingEdge(dut.clk)
         cycles += 1
-        if len(tb.sink.beats) >= len(expected) and tb.source.done:
+        if tb.finished():
             break
     # A few more cycles catch anything the block emits beyond the expectation.
     await ClockCycles(dut.clk, case["settle"])
     await ReadOnly()
-    tb.source.stop()
-    tb.sink.stop()
+    for port in [*tb.sources.values(), *tb.sinks.values()]:
+        port.stop()
 
     result = {
-        "output": tb.sink.beats,
-        "input_sent": tb.source.sent,
-        "input_cycles": tb.source.transfer_cycles,
-        "output_cycles": tb.sink.transfer_cycles,
+        "output": {name: sink.beats for name, sink in tb.sinks.items()},
+        "input_sent": {name: source.sent for name, source in tb.sources.items()},
+        "input_cycles": {name: source.transfer_cycles for name, source in tb.sources.items()},
+        "output_cycles": {name: sink.transfer_cycles for name, sink in tb.sinks.items()},
         "timed_out": cycles >= limit,
     }
     with open(os.environ["LINKCODEC_RESULT"], "w") as file:
         json.dump(result, file)
 
     assert not result["timed_out"], (
-        f"no result after {limit} cycles: sent {tb.source.sent}/{len(case['input'])} beats, "
-        f"got {len(tb.sink.beats)}/{len(expected)}")
-    for index, (got, want) in enumerate(zip(tb.sink.beats, expected)):
-        assert got == want, f"beat {index}: got {got:#x}, expected {want:#x}"
-    assert len(tb.sink.beats) == len(expected), (
-        f"got {len(tb.sink.beats)} beats, expected {len(expected)}")
+        f"no result after {limit} cycles: sent "
+        + ", ".join(f"{name} {source.sent}/{len(source.beats)}"
+                    for name, source in tb.sources.items())
+        + "; got " + ", ".join(f"{port['port']} {len(tb.sinks[port['port']].beats)}/"
+                               f"{len(port['expected'])}" for port in case["outputs"]))
+    for port in case["outputs"]:
+        got, name = tb.sinks[port["port"]].beats, port["port"]
+        for index, (beat, want) in enumerate(zip(got, port["expected"])):
+            assert beat == want, f"{name} beat {index}: got {beat:#x}, expected {want:#x}"
+        assert len(got) == len(port["expected"]), (
+            f"{name}: got {len(got)} beats, expected {len(port['expected'])}")

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from amaranth.hdl import Fragment
 
-from linkcodec.cli import bundled_files
+from linkcodec.bundled import bundled_files
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.rtl.qlc import QlcDecoder, QlcEncoder, config_writes
-from linkcodec.sim.harness import (decoder_beats, encoder_beats, frame_words, run_case,
-                                   run_qlc)
+from linkcodec.sim.beats import decoder_beats, frame_words, symbol_beats
+from linkcodec.sim.harness import run_beats, run_frames
 
 LANES = [1, 2, 4, 8]
 IDLE, STALL = 0.3, 0.3
@@ -51,10 +51,14 @@ def adapted_code():
 
 
 def describe(result):
-    for index, (got, want) in enumerate(zip(result["output"], result["expected"])):
-        if got != want:
-            return f"first mismatch at beat {index}: got {got}, expected {want}"
-    return f"got {len(result['output'])} beats, expected {len(result['expected'])}"
+    for port, beats in result["output"].items():
+        expected = result["expected"][port]
+        for index, (got, want) in enumerate(zip(beats, expected)):
+            if got != want:
+                return f"{port}: first mismatch at beat {index}: got {got}, expected {want}"
+        if len(beats) != len(expected):
+            return f"{port}: got {len(beats)} beats, expected {len(expected)}"
+    return "no mismatch"
 
 
 def same_build(block, lanes):
@@ -70,7 +74,7 @@ BLOCK_LANES = [same_build(block, lanes)
 @pytest.mark.parametrize(("block", "lanes"), BLOCK_LANES)
 def test_bit_exact_with_runtime_tables(block, lanes, seed):
     """Every stimulus, with an adapted code loaded through ``i_config`` at run time."""
-    result = run_qlc(block, stimulus_frames(lanes), lanes=lanes, code=adapted_code(),
+    result = run_frames(block, stimulus_frames(lanes), lanes=lanes, tables=adapted_code(),
                      idle=IDLE, stall=STALL, seed=seed)
     assert result["bit_exact"], f"seed {seed}: {describe(result)}"
 
@@ -81,8 +85,8 @@ def test_bit_exact_with_elaborated_tables(block, seed):
     lanes = 4
     counts = np.bincount(real_symbols("ffn1_act", layer=2), minlength=256)
     code = QlcCode.from_pmf(counts, layout=QlcLayout.base())
-    result = run_qlc(block, stimulus_frames(lanes), lanes=lanes, code=code,
-                     runtime_config=False, idle=IDLE, stall=STALL, seed=seed)
+    result = run_frames(block, stimulus_frames(lanes), lanes=lanes, tables=code,
+                        runtime_config=False, idle=IDLE, stall=STALL, seed=seed)
     assert result["bit_exact"], f"seed {seed}: {describe(result)}"
 
 
@@ -91,7 +95,7 @@ def test_throughput_on_real_activations(block, lanes):
     """With neither side stalling, a block keeps up ``lanes`` symbols a cycle (>= 0.95)."""
     symbols = real_symbols("ffn2_act", layer=3, count=1000 * lanes)
     code = QlcCode.from_pmf(np.bincount(symbols, minlength=256))
-    result = run_qlc(block, [symbols], lanes=lanes, code=code, seed=1)
+    result = run_frames(block, [symbols], lanes=lanes, tables=code, seed=1)
     assert result["bit_exact"]
     assert result["symbols_per_cycle"] >= 0.95 * lanes, result["symbols_per_cycle"]
 
@@ -135,9 +139,10 @@ def test_decoder_recovers_from_bad_frames(block, lanes, seed):
                 + decoder_beats([follow], lanes)
                 + decoder_beats([truncated_symbols], lanes, error_after=29)
                 + decoder_beats([good], lanes))
-    result = run_case("qlc-decoder", lanes=lanes, word_width=width,
-                      config=config_writes(code, block="decoder"), inputs=words,
-                      expected=expected, idle=IDLE, stall=STALL, seed=seed)
+    result = run_beats(QlcDecoder(lanes=lanes, word_width=width),
+                       config={"i_config": config_writes(code, block="decoder")},
+                       inputs={"i": words}, expected={"o": expected}, idle=IDLE,
+                       stall=STALL, seed=seed, name=f"qlc-decoder-l{lanes}")
     assert result["bit_exact"], f"seed {seed}: {describe(result)}"
 
 
@@ -150,17 +155,18 @@ def test_decoder_flags_an_overlong_word(seed):
     words[0]["bits"] = 31
     follow = np.arange(100, 120, dtype=np.uint8)
     words += frame_words(*code.encode(follow), 16)
-    result = run_case("qlc-decoder", lanes=1, word_width=16, inputs=words,
-                      expected=[], settle=600, idle=IDLE, stall=STALL, seed=seed)
-    beats = result["output"]
+    result = run_beats(QlcDecoder(lanes=1, word_width=16), inputs={"i": words},
+                       expected={}, settle=600, idle=IDLE, stall=STALL, seed=seed,
+                       name="qlc-decoder-l1")
+    beats = result["output"]["o"]
     errors = [index for index, beat in enumerate(beats) if beat["error"]]
     assert len(errors) == 1 and beats[errors[0]]["last"] == 1
     tail = [beat["symbols"][0] for beat in beats[errors[0] + 1:] if beat["count"]]
     assert tail == follow.tolist()
 
 
-def test_encoder_beats_cover_frames():
-    beats = encoder_beats([np.arange(5, dtype=np.uint8), np.zeros(0, np.uint8)], 4)
+def test_symbol_beats_cover_frames():
+    beats = symbol_beats([np.arange(5, dtype=np.uint8), np.zeros(0, np.uint8)], 4)
     assert [(beat["count"], beat["last"]) for beat in beats] == [(4, 0), (1, 1), (0, 1)]
 
 

@@ -1,0 +1,122 @@
+"""Tables that load at run time through a block's config port.
+
+Every codec block keeps its tables (QLC rank tables and areas, Huffman codebooks,
+exponent tables) in one of two shapes, both written by config writes
+(:func:`~linkcodec.rtl.payload.config_write_layout`: ``addr``, ``data``):
+
+- :class:`ConfigTable`: a :class:`~amaranth.lib.memory.Memory` of ``depth`` entries with
+  one asynchronous read port per lane, for a lookup a lane does each cycle;
+- :class:`ConfigRegisters`: ``depth`` registers whose every entry is visible at once, for
+  a small table that a block compares or muxes in parallel.
+
+Each answers the writes to its own address range ``base .. base + depth - 1`` and ignores
+the rest, so one config port serves several tables. A table holds its reset-time
+contents (``init``) until the first write.
+"""
+
+from amaranth.hdl import Module, Shape
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["config_listener", "ConfigTable", "ConfigRegisters"]
+
+
+def config_listener(config_layout):
+    """A port that watches a config stream without driving its ``ready``: ``valid`` and
+    ``payload`` in. A block drives every listener from its own ``i_config`` stream."""
+    return wiring.Signature({"valid": In(1), "payload": In(config_layout)})
+
+
+def _check_table(depth, base, init):
+    if not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth must be a positive integer, not {depth!r}")
+    if not isinstance(base, int) or base < 0:
+        raise ValueError(f"base must be a non-negative integer, not {base!r}")
+    init = list(init)
+    if len(init) != depth:
+        raise ValueError(f"init holds {len(init)} entries; the table has {depth}")
+    return init
+
+
+class _Loaded(wiring.Component):
+    def __init__(self, members, *, config_layout, base, depth):
+        self._base, self._depth = base, depth
+        self._addr_width = Shape.cast(config_layout["addr"].shape).width
+        if base + depth > 1 << self._addr_width:
+            raise ValueError(f"addresses {base}..{base + depth - 1} do not fit the "
+                             f"{self._addr_width}-bit config address")
+        super().__init__({"config": In(config_listener(config_layout)), **members})
+
+    @property
+    def base(self):
+        return self._base
+
+    @property
+    def depth(self):
+        return self._depth
+
+    def _write(self):
+        """``(enable, index, data)`` of a config write that hits this table."""
+        addr = self.config.payload.addr
+        hit = self.config.valid & (addr >= self._base) & (addr < self._base + self._depth)
+        index = (addr - self._base)[:max(1, (self._depth - 1).bit_length())]
+        return hit, index, self.config.payload.data
+
+
+class ConfigTable(_Loaded):
+    """A ``depth``-entry table of ``shape``, read by ``read_ports`` lanes each cycle.
+
+    Ports: ``config`` (:func:`config_listener`), ``read`` (an array of ``read_ports``
+    ports, each ``addr`` in and ``data`` out, asynchronous: ``data`` follows ``addr``
+    in the same cycle). A write to address ``base + index`` sets entry ``index`` to the
+    low bits of ``data`` at the next clock edge; a read in the same cycle returns the old
+    entry.
+    """
+
+    def __init__(self, *, shape, depth, init, read_ports, config_layout, base=0):
+        init = _check_table(depth, base, init)
+        if not isinstance(read_ports, int) or read_ports < 1:
+            raise ValueError(f"read_ports must be a positive integer, not {read_ports!r}")
+        self._shape, self._init = shape, init
+        read = wiring.Signature({"addr": In(range(depth)), "data": Out(shape)})
+        super().__init__({"read": Out(read).array(read_ports)},
+                         config_layout=config_layout, base=base, depth=depth)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.memory = memory = Memory(shape=self._shape, depth=self._depth,
+                                              init=self._init)
+        write = memory.write_port()
+        enable, index, value = self._write()
+        m.d.comb += [write.en.eq(enable), write.addr.eq(index), write.data.eq(value)]
+        for port in self.read:
+            read = memory.read_port(domain="comb")
+            m.d.comb += [read.addr.eq(port.addr), port.data.eq(read.data)]
+        return m
+
+
+class ConfigRegisters(_Loaded):
+    """``depth`` registers of ``shape``, all visible at once on ``entries``.
+
+    Ports: ``config`` (:func:`config_listener`), ``entries`` (an array of ``depth``
+    values). A write to address ``base + index`` sets entry ``index`` at the next clock
+    edge.
+    """
+
+    def __init__(self, *, shape, depth, init, config_layout, base=0):
+        init = _check_table(depth, base, init)
+        self._layout = data.ArrayLayout(shape, depth)
+        self._init = init
+        super().__init__({"entries": Out(self._layout, init=init)},
+                         config_layout=config_layout, base=base, depth=depth)
+
+    def elaborate(self, platform):
+        m = Module()
+        enable, index, value = self._write()
+        with m.If(enable):
+            with m.Switch(index):
+                for entry in range(self._depth):
+                    with m.Case(entry):
+                        m.d.sync += self.entries[entry].eq(value)
+        return m

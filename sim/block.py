@@ -1,0 +1,81 @@
+"""What the harness needs to know about a block: one description per block.
+
+A :class:`BlockDescription` says, in one place, how to build a block (lanes, word width,
+reset-time tables), how the golden model turns a frame into the beats the block takes
+and the beats it must give, and which config writes load its tables. The harness
+(:mod:`linkcodec.sim.harness`) reads everything else from the component itself: its
+stream ports, their directions and payload layouts come from its signature. Adding a
+block to the harness means writing its description, nothing more.
+"""
+
+import numpy as np
+
+from ..rtl.payload import check_lanes
+
+__all__ = ["BlockDescription"]
+
+
+class BlockDescription:
+    """Base class of block descriptions; a subclass sets the class attributes and
+    overrides :meth:`build` and :meth:`frame_io` (and :meth:`config_writes` if the block
+    has tables that load at run time).
+
+    ``tables`` is whatever object holds a block's tables (a
+    :class:`~linkcodec.golden.qlc.QlcCode` for QLC); ``None`` means the block's default.
+    """
+
+    #: The name the command line and tests use, e.g. ``"qlc-decoder"``.
+    name = None
+    #: Stem of the generated Verilog module's name, e.g. ``"linkcodec_qlc_decoder"``.
+    module = None
+    #: The lane counts the block supports.
+    lanes = (1, 2, 4, 8, 16)
+    #: The dtype of a frame's symbols.
+    symbol_dtype = np.uint8
+    #: The config port(s) that :meth:`config_writes` writes, loaded before any traffic.
+    config_ports = ()
+
+    def check_lanes(self, lanes):
+        check_lanes(lanes)
+        if lanes not in self.lanes:
+            raise ValueError(f"{self.name} takes lanes {', '.join(map(str, self.lanes))}, "
+                             f"not {lanes}")
+        return lanes
+
+    def default_word_width(self, lanes):
+        """The coded word width the block gets unless told otherwise (``None`` if the
+        block has no coded words)."""
+        return None
+
+    def default_tables(self):
+        """The tables the block holds at reset unless told otherwise."""
+        return None
+
+    def build(self, *, lanes, word_width=None, tables=None):
+        """The :class:`~amaranth.lib.wiring.Component`, with ``tables`` at reset."""
+        raise NotImplementedError
+
+    def module_name(self, *, lanes, word_width=None):
+        """A stable Verilog module name that says what the module is: the block, its
+        lanes and, where it is not the default, its word width."""
+        name = f"{self.module}_l{lanes}"
+        if word_width is not None and word_width != self.default_word_width(lanes):
+            name += f"_w{word_width}"
+        return name
+
+    def prepare(self, frame):
+        """``frame`` as a flat array of :attr:`symbol_dtype`; anything else is refused."""
+        array = np.asarray(frame)
+        if array.dtype != self.symbol_dtype:
+            raise ValueError(f"{self.name} takes frames of {np.dtype(self.symbol_dtype)} "
+                             f"symbols, not {array.dtype}")
+        return array.reshape(-1)
+
+    def frame_io(self, frame, *, lanes, word_width, tables):
+        """The golden model's view of one frame: ``(inputs, expected)``, each a ``dict``
+        from a stream port's name to its beats (dicts of the port's payload layout)."""
+        raise NotImplementedError
+
+    def config_writes(self, tables):
+        """``dict`` from config port name to the writes (dicts) that load ``tables``."""
+        return {}
