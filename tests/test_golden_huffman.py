@@ -13,7 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from linkcodec.cli import bundled_files
+from linkcodec.bundled import bundled_files
 from linkcodec.golden.formats import e4m3_pmf_at_scale
 from linkcodec.golden.bitstream import BitstreamError, InvalidCodeError, TruncatedStreamError
 from linkcodec.golden.huffman import (DEFAULT_MAX_LENGTH, DEFAULT_SMOOTHING, HuffmanCodebook,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from linkcodec.cli import bundled_files
+from linkcodec.bundled import bundled_files
 from linkcodec.golden.formats import e4m3_bits_to_float, to_e4m3_bits
 from linkcodec.golden.taco import (
     TacoError, TacoFrame, compressibility_of_codes, dequantize, error_stats,
