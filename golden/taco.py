@@ -44,7 +44,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from .formats import E4M3_MAX, e4m3_bits_to_float, to_e4m3_bits
+from .formats import E4M3_MAX, e4m3_bits_to_float, e4m3_scale, to_e4m3_bits
 from .huffman import entropy_bits
 
 __all__ = [
@@ -197,9 +197,7 @@ def quantize(x, *, block=DEFAULT_BLOCK, target_energy=1.0):
 
     rotated = walsh_hadamard(blocks * alpha[..., None].astype(np.float64))
     amax = np.max(np.abs(rotated), axis=-1)
-    scale = np.ones_like(amax)
-    scale[amax > 0] = E4M3_MAX / amax[amax > 0]
-    scale = _float32_scale(scale, "scale", target_energy)
+    scale = _float32_scale(e4m3_scale(amax), "scale", target_energy)
 
     scaled = (rotated * scale[..., None].astype(np.float64)).astype(np.float32)
     # float32 rounding of the scale can lift the block maximum a hair past 448; e4m3fn
@@ -254,7 +252,7 @@ def fp8_per_tensor(x):
     """
     values = _float_array(x)
     amax = float(np.max(np.abs(values))) if values.size else 0.0
-    scale = np.float32(E4M3_MAX / amax if amax > 0 else 1.0)
+    scale = np.float32(e4m3_scale(amax))
     decoded = e4m3_bits_to_float(to_e4m3_bits(values)) / scale
     return decoded.reshape(values.shape)
 
@@ -308,7 +306,8 @@ def _load_tensor(path):
     array = np.load(path, allow_pickle=False)
     if array.dtype == np.uint8:
         return array, e4m3_bits_to_float(array)
-    return None, _float_array(array, what=str(path))
+    values = _float_array(array, what=str(path))
+    return None, values
 
 
 def _mean_entropy(arrays):
