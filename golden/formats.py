@@ -10,8 +10,8 @@ import math
 import numpy as np
 import ml_dtypes
 
-__all__ = ["E4M3_MAX", "FormatError", "e4m3_scale", "to_e4m3_bits", "e4m3_bits_to_float",
-           "e4m3_pmf_at_scale", "compressibility"]
+__all__ = ["E4M3_MAX", "FormatError", "e4m3_scale", "check_scale", "to_e4m3_bits",
+           "e4m3_bits_to_float", "e4m3_pmf_at_scale", "compressibility"]
 
 #: Largest finite e4m3 value; per-tensor amax scaling maps a tensor's amax onto it.
 E4M3_MAX = 448.0
@@ -91,7 +91,9 @@ def _e4m3_magnitude_edges():
     return np.concatenate([[0.0], (magnitudes[:-1] + magnitudes[1:]) / 2, [E4M3_MAX]])
 
 
-def _check_scale(scale, name):
+def check_scale(scale, name):
+    """``scale`` (a factor a tensor was multiplied by before the e4m3 cast) as a float:
+    > 0 and within float32's normal range, else :class:`FormatError` naming ``name``."""
     try:
         scale = float(scale)
     except (TypeError, ValueError):
@@ -134,11 +136,11 @@ def e4m3_pmf_at_scale(pmfs, scales, scale, iterations=PMF_AT_SCALE_ITERATIONS):
         raise FormatError(f"pmfs must be a (batches, 256) array, not shape {pmfs.shape}")
     if not np.all(np.isfinite(pmfs)) or np.any(pmfs < 0) or not np.all(pmfs.any(axis=1)):
         raise FormatError("each PMF must be finite, >= 0 and not all zero")
-    scales = [_check_scale(s, "a batch scale") for s in np.asarray(scales, dtype=object).ravel()]
+    scales = [check_scale(s, "a batch scale") for s in np.asarray(scales, dtype=object).ravel()]
     if len(scales) != pmfs.shape[0]:
         raise FormatError(f"{len(scales)} scales for {pmfs.shape[0]} batches: give one "
                           f"scale per batch")
-    scale = _check_scale(scale, "the target scale")
+    scale = check_scale(scale, "the target scale")
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
             or iterations < 0:
         raise FormatError(f"iterations must be an integer >= 0, not {iterations!r}")

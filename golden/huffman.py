@@ -52,7 +52,7 @@ from .bitstream import _as_index as _as_int
 from .bitstream import as_symbols as _as_symbols
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
                         PrefixDecoder, SymbolEncoder, TruncatedStreamError, pack_codes)
-from .formats import FormatError, _check_scale, e4m3_pmf_at_scale
+from .formats import FormatError, check_scale, e4m3_pmf_at_scale
 
 __all__ = [
     "SYMBOLS",
@@ -326,7 +326,7 @@ def average_pmf(batches, scales=None, *, scale=None):
                                    "batch's), or neither")
     if scales is not None:
         try:
-            scales = [_check_scale(s, "a batch scale") for s in scales]
+            scales = [check_scale(s, "a batch scale") for s in scales]
         except FormatError as error:
             raise HuffmanCodebookError(str(error)) from None
         if len(scales) != len(batches):
