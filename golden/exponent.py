@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from .bitstream import _as_index as _as_int
+from .bitstream import as_index
 
 __all__ = [
     "TABLE_SIZE",
@@ -178,7 +178,7 @@ class ExponentTable:
         except TypeError:
             raise TypeError(f"exponents must be a sequence of {TABLE_SIZE} integers, not "
                             f"{type(self.exponents).__name__}") from None
-        exponents = tuple(_as_int(item, f"exponents[{index}]")
+        exponents = tuple(as_index(item, f"exponents[{index}]")
                           for index, item in enumerate(items))
         if len(exponents) != TABLE_SIZE:
             raise ExponentTableError(f"an exponent table holds exactly {TABLE_SIZE} "
@@ -380,7 +380,7 @@ def unpack_codes(data, count):
     whose pad bits are zero, as :meth:`RemapFrame.packed_codes` makes them. Raises
     :class:`ExponentDecodeError` otherwise.
     """
-    count = _as_int(count, "count")
+    count = as_index(count, "count")
     if count < 0:
         raise ExponentDecodeError(f"count is {count}; a number of codes cannot be negative")
     if isinstance(data, np.ndarray):
@@ -433,7 +433,7 @@ def _check_shape(shape):
         raise ExponentDecodeError(f"frame shape must be a tuple of sizes, not "
                                   f"{type(shape).__name__}") from None
     try:
-        dims = tuple(_as_int(dim, "frame shape entry") for dim in dims)
+        dims = tuple(as_index(dim, "frame shape entry") for dim in dims)
     except TypeError as error:
         raise ExponentDecodeError(f"frame shape {shape!r}: {error}") from None
     if any(dim < 0 for dim in dims):

@@ -48,11 +48,11 @@ import math
 
 import numpy as np
 
-from .bitstream import _as_index as _as_int
-from .bitstream import as_symbols as _as_symbols
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
-                        PrefixDecoder, SymbolEncoder, TruncatedStreamError, pack_codes)
+                        TruncatedStreamError, as_index, as_symbols)
 from .formats import FormatError, check_scale, e4m3_pmf_at_scale
+from .prefix_decoder import PrefixDecoder
+from .prefix_encoder import SymbolEncoder, pack_codes
 
 __all__ = [
     "SYMBOLS",
@@ -118,7 +118,7 @@ class HuffmanTruncatedStreamError(HuffmanDecodeError, TruncatedStreamError):
 # -- input checks ----------------------------------------------------------------------
 
 def _check_max_length(max_length, smallest=1):
-    max_length = _as_int(max_length, "max_length")
+    max_length = as_index(max_length, "max_length")
     if not smallest <= max_length <= MAX_CODE_LENGTH:
         why = (f"; {SYMBOLS} symbols need at least {smallest}" if smallest > 1 else "")
         raise HuffmanCodebookError(f"max_length is {max_length}; it must be "
@@ -334,7 +334,7 @@ def average_pmf(batches, scales=None, *, scale=None):
                                        f"give one scale per batch")
     pmfs, kept, total = [], [], 0
     for index, batch in enumerate(batches):
-        symbols = _as_symbols(batch)
+        symbols = as_symbols(batch)
         if symbols.size:
             pmfs.append(np.bincount(symbols, minlength=SYMBOLS) / symbols.size)
             kept.append(index)
@@ -416,7 +416,6 @@ class HuffmanCodebook:
         except (TypeError, ValueError) as error:
             raise HuffmanCodebookError(f"source must be JSON-serialisable: {error}") from None
         self._source = json.loads(self._source_json)
-        self._tables = None
         self._encoder = None          # the pair-table encoder, built on first use
         self._decoder = None          # the PrefixDecoder, built on first use
 
@@ -570,17 +569,20 @@ class HuffmanCodebook:
         Returns ``(data, nbits)``: the frame's ``ceil(nbits / 8)`` bytes, MSB first,
         zero-padded (``docs/bitstream.md``).
         """
-        symbols = _as_symbols(symbols)
+        symbols = as_symbols(symbols)
         if int(self._lengths.max()) <= 16 and int(self._lengths.min()) >= 1:
             if self._encoder is None:
                 self._encoder = SymbolEncoder(self._codes, self._lengths)
             return self._encoder.encode(symbols)
         return pack_codes(np.take(self._codes, symbols), np.take(self._lengths, symbols))
 
-    def _decode_tables(self):
-        """Window look-up tables: for every ``window_bits``-wide window, the length and
-        symbol of the code word it starts with (length 0: none). Built once."""
-        if self._tables is None:
+    @property
+    def decoder(self):
+        """The :class:`~linkcodec.golden.prefix_decoder.PrefixDecoder` of this codebook
+        (raising the shared errors), built on first use: for every window as wide as
+        the longest code, the length and symbol of the code word it starts with (length
+        0: none)."""
+        if self._decoder is None:
             window_bits = int(self._lengths.max())
             lengths = self._lengths.astype(np.int64)
             spans = np.left_shift(1, window_bits - lengths)
@@ -594,10 +596,8 @@ class HuffmanCodebook:
             lut_symbol = np.zeros(1 << window_bits, dtype=np.uint8)
             lut_length[covered] = np.repeat(self._lengths[order], spans)
             lut_symbol[covered] = np.repeat(order.astype(np.uint8), spans)
-            lut_length.setflags(write=False)
-            lut_symbol.setflags(write=False)
-            self._tables = window_bits, lut_length, lut_symbol
-        return self._tables
+            self._decoder = PrefixDecoder(window_bits, lut_length, lut_symbol)
+        return self._decoder
 
     def decode(self, data, nbits):
         """Decode a frame of ``nbits`` bits held in ``data`` (bytes-like or uint8 array).
@@ -608,11 +608,9 @@ class HuffmanCodebook:
         runs past ``nbits``) or :class:`HuffmanDecodeError` (``nbits`` negative or past
         the data), all naming the bit position.
         """
-        window_bits, lut_length, lut_symbol = self._decode_tables()
-        if self._decoder is None:
-            self._decoder = PrefixDecoder(window_bits, lut_length, lut_symbol)
+        window_bits = self.decoder.window_bits
         try:
-            return self._decoder.decode(data, nbits)
+            return self.decoder.decode(data, nbits)
         except InvalidCodeError as error:
             raise HuffmanInvalidCodeError(
                 f"invalid code at bit {error.bit}: the {window_bits} bits from there, "
@@ -720,7 +718,7 @@ class HuffmanCodebook:
 # -- baselines -------------------------------------------------------------------------
 
 def _histogram(symbols):
-    symbols = _as_symbols(symbols)
+    symbols = as_symbols(symbols)
     if not symbols.size:
         raise HuffmanCodebookError("no symbols: bits per symbol of an empty shard is "
                                    "undefined")

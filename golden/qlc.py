@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bitstream import _as_index as _as_int
-from .bitstream import as_symbols as _as_symbols
-from .bitstream import (BitstreamError, InvalidCodeError, PrefixDecoder, TruncatedStreamError,
-                        SymbolEncoder)
+from .bitstream import BitstreamError, InvalidCodeError, TruncatedStreamError
+from .bitstream import as_index, as_symbols
+from .prefix_decoder import PrefixDecoder
+from .prefix_encoder import SymbolEncoder
 
 __all__ = [
     "AREAS",
@@ -139,7 +139,7 @@ def _area_tuple(values, name):
     if len(items) != AREAS:
         raise QlcLayoutError(f"a QLC layout has {AREAS} areas, not {len(items)} ({name} "
                              f"has {len(items)} entries)")
-    return tuple(_as_int(item, f"{name}[{index}]") for index, item in enumerate(items))
+    return tuple(as_index(item, f"{name}[{index}]") for index, item in enumerate(items))
 
 
 @dataclass(frozen=True)
@@ -327,7 +327,7 @@ class QlcCode:
 
         Returns ``(data, nbits)``: the frame's ``ceil(nbits / 8)`` bytes, zero-padded.
         """
-        symbols = _as_symbols(symbols)
+        symbols = as_symbols(symbols)
         if symbols.size == 0:
             return b"", 0
         return self._encoder.encode(symbols)
@@ -467,7 +467,7 @@ def optimal_layout(pmf, max_lengths=4):
     ``(layout, expected_bits_per_symbol)``.
     """
     weights = _check_pmf(pmf)
-    max_lengths = _as_int(max_lengths, "max_lengths")
+    max_lengths = as_index(max_lengths, "max_lengths")
     if max_lengths < 1:
         raise QlcLayoutError(f"max_lengths is {max_lengths}; a layout has at least one code "
                              f"length")

@@ -1,9 +1,11 @@
-"""Tests of the generic prefix-code machinery in ``golden/bitstream.py``.
+"""Tests of the generic prefix-code machinery: ``golden/bitstream.py`` (frame rules,
+errors), ``golden/prefix_encoder.py`` and ``golden/prefix_decoder.py``.
 
 Known answers worked out by hand, then both directions checked against a bit-string
 reference (a per-symbol Python loop, fine for test sizes) on random codes and streams,
 including corrupted and truncated ones and the paths that only long or periodic frames
-take (chunk resync, segments, the exact fallback).
+take (chunk resync, segments, the exact fallback): a :class:`DecoderTuning` of tiny
+chunks and segments sends short frames down those paths.
 """
 
 import numpy as np
@@ -11,9 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from linkcodec.golden import bitstream
-from linkcodec.golden.bitstream import (BitstreamError, InvalidCodeError, TruncatedStreamError,
-                                        decode_prefix, pack_codes)
+from linkcodec.golden.bitstream import BitstreamError, InvalidCodeError, TruncatedStreamError
+from linkcodec.golden.prefix_decoder import DecoderTuning, PrefixDecoder, decode_prefix
+from linkcodec.golden.prefix_encoder import SymbolEncoder, pack_codes
+
+# Tiny chunks and segments, so that short frames take the long-frame paths.
+SMALL_CHUNKS = DecoderTuning(target_chunk_bits=40, segment_chunks=3)
 
 
 # -- references ------------------------------------------------------------------------
@@ -40,9 +45,10 @@ def reference_decode(data, nbits, window_bits, lut_length, lut_symbol):
     return "ok", symbols
 
 
-def outcome(data, nbits, window_bits, lut_length, lut_symbol):
+def outcome(data, nbits, window_bits, lut_length, lut_symbol, tuning=None):
     try:
-        return "ok", decode_prefix(data, nbits, window_bits, lut_length, lut_symbol).tolist()
+        return "ok", decode_prefix(data, nbits, window_bits, lut_length, lut_symbol,
+                                   tuning=tuning).tolist()
     except InvalidCodeError as error:
         return "invalid", error.bit
     except TruncatedStreamError as error:
@@ -230,26 +236,9 @@ def test_decode_matches_reference(code, data):
         assert expected == ("ok", symbols)
 
 
-@pytest.fixture
-def small_chunks(monkeypatch):
-    """Tiny chunks and segments, so that short frames take the long-frame paths."""
-    monkeypatch.setattr(bitstream, "_TARGET_CHUNK_BITS", 40)
-    monkeypatch.setattr(bitstream, "_SEGMENT_CHUNKS", 3)
-    exact = []
-    original = bitstream._exact_segment
-
-    def counting(*args):
-        exact.append(args[1:3])
-        return (yield from original(*args))
-
-    monkeypatch.setattr(bitstream, "_exact_segment", counting)
-    return exact
-
-
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prefix_codes(max_window=9), st.data())
-def test_decode_small_chunks_match_reference(small_chunks, code, data):
+def test_decode_small_chunks_match_reference(code, data):
     window_bits, codes, lengths, lut_length, lut_symbol = code
     pattern = data.draw(st.lists(st.integers(0, len(codes) - 1), min_size=1, max_size=4))
     if data.draw(st.booleans()):  # a periodic stream: speculation may never meet it
@@ -260,16 +249,25 @@ def test_decode_small_chunks_match_reference(small_chunks, code, data):
     if data.draw(st.booleans()) and nbits:
         nbits = data.draw(st.integers(0, nbits))
     expected = reference_decode(frame, nbits, window_bits, lut_length, lut_symbol)
-    assert outcome(frame, nbits, window_bits, lut_length, lut_symbol) == expected
+    assert outcome(frame, nbits, window_bits, lut_length, lut_symbol,
+                   SMALL_CHUNKS) == expected
 
 
-def test_periodic_frame_takes_the_exact_path(small_chunks):
+def test_periodic_frame_takes_the_exact_path():
     # Codes of 3 and 5 bits alternating: an 8-bit period, chunks a multiple of 15 bits.
     window_bits, codes, lengths, lut_length, lut_symbol = 5, *prefix_code([3, 5, 5, 5], 5)
     symbols = [0, 1] * 300
     frame, nbits = pack_codes(codes[symbols], lengths[symbols])
-    assert decode_prefix(frame, nbits, window_bits, lut_length, lut_symbol).tolist() == symbols
-    assert small_chunks, "the speculative decoder should have given up on this frame"
+    decoder = PrefixDecoder(window_bits, lut_length, lut_symbol, tuning=SMALL_CHUNKS)
+    assert decoder.chunk_bits == 45
+    assert decoder.decode(frame, nbits).tolist() == symbols
+    assert decoder.exact_segments > 0, "the speculative decoder should have given up"
+    # Without resync rounds every segment is decoded exactly, with the same result.
+    exact = PrefixDecoder(window_bits, lut_length, lut_symbol,
+                          tuning=DecoderTuning(target_chunk_bits=40, segment_chunks=3,
+                                               max_rounds=0))
+    assert exact.decode(frame, nbits).tolist() == symbols
+    assert exact.exact_segments == -(-nbits // (3 * 45))
 
 
 def test_long_frames_round_trip():
@@ -316,8 +314,6 @@ def test_long_invalid_run_grows_the_walk():
 @pytest.mark.parametrize("count", [0, 1, 7, 4095, 4096, 4097, 70001])
 def test_symbol_encoder_matches_pack_codes(count):
     """The pair-table encoder makes exactly the frame pack_codes makes, odd tails included."""
-    from linkcodec.golden.bitstream import SymbolEncoder
-
     rng = np.random.default_rng(count)
     lengths = rng.integers(1, 17, 256)
     codes = rng.integers(0, 1 << 16, 256) & ((1 << lengths) - 1)
@@ -327,8 +323,6 @@ def test_symbol_encoder_matches_pack_codes(count):
 
 
 def test_symbol_encoder_refuses_bad_tables():
-    from linkcodec.golden.bitstream import SymbolEncoder
-
     with pytest.raises(ValueError, match="1..16"):
         SymbolEncoder(np.zeros(256, int), np.full(256, 17))
     with pytest.raises(ValueError, match="does not fit"):
@@ -371,8 +365,13 @@ def pair_advance_reference(window_bits, lut_length, pair_bits, window):
     ([3, 5, 5, 5], 5, 9)])
 def test_pair_steps_match_reference(lengths, window_bits, pair_bits):
     # Pairs that fit the window, pairs that do not, invalid first and second codes.
-    _, _, lut_length, _ = prefix_code(lengths, window_bits)
-    steps = bitstream._pair_steps(lut_length.astype(np.uint8), window_bits, pair_bits)
+    codes, code_lengths, lut_length, lut_symbol = prefix_code(lengths, window_bits)
+    decoder = PrefixDecoder(window_bits, lut_length, lut_symbol,
+                            tuning=DecoderTuning(pairs_from=0, pair_window_bits=pair_bits))
+    assert decoder.pair_steps is None  # built for the first frame that needs it
+    frame, nbits = pack_codes(codes[:1], code_lengths[:1])
+    assert decoder.decode(frame, nbits).tolist() == [0]
+    steps = decoder.pair_steps
     expected = [pair_advance_reference(window_bits, lut_length, pair_bits, window)
                 for window in range(1 << pair_bits)]
     assert steps.bits == pair_bits and steps.advance.tolist() == expected
@@ -380,24 +379,16 @@ def test_pair_steps_match_reference(lengths, window_bits, pair_bits):
                                  if lut_length[window >> (pair_bits - window_bits)])
 
 
-@pytest.fixture
-def pairs(monkeypatch):
-    """Every frame walked two codes per step, with tiny chunks and segments."""
-    monkeypatch.setattr(bitstream.PrefixDecoder, "PAIRS_FROM", 0)
-    monkeypatch.setattr(bitstream, "_TARGET_CHUNK_BITS", 40)
-    monkeypatch.setattr(bitstream, "_SEGMENT_CHUNKS", 3)
-    return monkeypatch
-
-
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prefix_codes(max_window=9), st.data())
-def test_decode_in_pairs_matches_reference(pairs, code, data):
-    # Narrow pair windows leave some pairs unfit (one code per step); periodic streams take
-    # the resync and exact paths; cuts and flips end the frame mid-pair or at invalid codes.
+def test_decode_in_pairs_matches_reference(code, data):
+    # Every frame walked two codes per step, with tiny chunks and segments. Narrow pair
+    # windows leave some pairs unfit (one code per step); periodic streams take the
+    # resync and exact paths; cuts and flips end the frame mid-pair or at invalid codes.
     window_bits, codes, lengths, lut_length, lut_symbol = code
-    pairs.setattr(bitstream, "_PAIR_WINDOW_BITS",
-                  data.draw(st.integers(window_bits + 1, 2 * window_bits)))
+    tuning = DecoderTuning(target_chunk_bits=40, segment_chunks=3, pairs_from=0,
+                           pair_window_bits=data.draw(st.integers(window_bits + 1,
+                                                                  2 * window_bits)))
     pattern = data.draw(st.lists(st.integers(0, len(codes) - 1), min_size=1, max_size=4))
     if data.draw(st.booleans()):
         symbols = (pattern * 200)[:data.draw(st.integers(0, 800))]
@@ -412,40 +403,77 @@ def test_decode_in_pairs_matches_reference(pairs, code, data):
         frame[data.draw(st.integers(0, len(frame) - 1))] ^= data.draw(st.integers(1, 255))
     expected = detailed_reference(frame, nbits, window_bits, lut_length, lut_symbol)
     assert detailed_outcome(lambda: decode_prefix(
-        frame, nbits, window_bits, lut_length, lut_symbol)) == expected
+        frame, nbits, window_bits, lut_length, lut_symbol, tuning=tuning)) == expected
 
 
 def test_prefix_decoder_reuses_its_pair_table():
     window_bits, codes, lengths, lut_length, lut_symbol = 11, *prefix_code(
         [3, 4, 5, 6, 7, 8, 9, 10, 11, 11], 11)
-    decoder = bitstream.PrefixDecoder(window_bits, lut_length, lut_symbol)
+    decoder = PrefixDecoder(window_bits, lut_length, lut_symbol)
     rng = np.random.default_rng(11)
     short = rng.integers(0, 10, 1000)
     frame, nbits = pack_codes(codes[short], lengths[short])
     assert np.array_equal(decoder.decode(frame, nbits), short)
-    assert decoder._pair_steps is None  # a short frame does not repay the pair table
+    assert decoder.pair_steps is None  # a short frame does not repay the pair table
     long = rng.integers(0, 10, 400_000)
     frame, nbits = pack_codes(codes[long], lengths[long])
-    assert nbits >= decoder.PAIRS_FROM
+    assert nbits >= decoder.tuning.pairs_from == DecoderTuning().pairs_from
     assert np.array_equal(decoder.decode(frame, nbits), long)
-    built = decoder._pair_steps
-    assert built is not None and built.bits == _pair_window(window_bits)
-    assert np.array_equal(decoder.decode(frame, nbits), long) and decoder._pair_steps is built
+    built = decoder.pair_steps
+    assert built is not None and built.bits == min(2 * window_bits,
+                                                   DecoderTuning().pair_window_bits)
+    assert np.array_equal(decoder.decode(frame, nbits), long) and decoder.pair_steps is built
     for cut in (nbits - 1, nbits - 2):  # the last code or the one before cut
         assert detailed_outcome(lambda: decoder.decode(frame, cut)) == detailed_reference(
             frame, cut, window_bits, lut_length, lut_symbol)
 
 
-def _pair_window(window_bits):
-    return min(2 * window_bits, bitstream._PAIR_WINDOW_BITS)
-
-
 def test_prefix_decoder_checks_tables_like_decode_prefix():
     with pytest.raises(ValueError, match="window_bits is 25; it must be 1..24"):
-        bitstream.PrefixDecoder(25, SMALL[3], SMALL[4])
+        PrefixDecoder(25, SMALL[3], SMALL[4])
     with pytest.raises(ValueError, match="lut_length holds no code word"):
-        bitstream.PrefixDecoder(3, np.zeros(8, int), SMALL[4])
-    decoder = bitstream.PrefixDecoder(3, SMALL[3], SMALL[4])
+        PrefixDecoder(3, np.zeros(8, int), SMALL[4])
+    decoder = PrefixDecoder(3, SMALL[3], SMALL[4])
     assert decoder.decode(b"\xcf\x00", 10).tolist() == [2, 0, 3, 1, 0]
     with pytest.raises(BitstreamError, match="nbits is 9 but the data holds only 8 bits"):
         decoder.decode(b"\x00", 9)
+
+
+# -- decoder tuning ------------------------------------------------------------------
+
+def test_decoder_tuning_defaults_and_checks():
+    tuning = DecoderTuning()
+    assert (tuning.target_chunk_bits, tuning.segment_chunks, tuning.max_rounds,
+            tuning.pair_window_bits, tuning.pairs_from) == (2048, 4096, 2, 20, 1 << 20)
+    assert PrefixDecoder(3, SMALL[3], SMALL[4]).tuning == tuning
+    with pytest.raises(TypeError):
+        DecoderTuning(40)  # keyword-only
+    with pytest.raises(ValueError, match="target_chunk_bits is 0; it must be at least 1"):
+        DecoderTuning(target_chunk_bits=0)
+    with pytest.raises(ValueError, match="max_rounds is -1; it must be at least 0"):
+        DecoderTuning(max_rounds=-1)
+    with pytest.raises(ValueError, match="pair_window_bits is 25; it must be 1..24"):
+        DecoderTuning(pair_window_bits=25)
+    with pytest.raises(TypeError, match="check_every must be an integer, not float"):
+        DecoderTuning(check_every=1.5)
+    with pytest.raises(TypeError, match="tuning must be a DecoderTuning, not dict"):
+        PrefixDecoder(3, SMALL[3], SMALL[4], tuning={"max_rounds": 0})
+
+
+@pytest.mark.parametrize("tuning", [
+    DecoderTuning(check_every=1, emit_block=1),
+    DecoderTuning(target_chunk_bits=1, max_length_lcm=1, segment_chunks=1),
+    DecoderTuning(max_rounds=0, pairs_from=0),
+])
+def test_extreme_tunings_decode_the_same(tuning):
+    window_bits, codes, lengths, lut_length, lut_symbol = 11, *prefix_code(
+        [3, 4, 5, 6, 7, 8, 9, 10, 11, 11], 11)
+    rng = np.random.default_rng(13)
+    symbols = np.minimum(rng.geometric(0.3, 3000) - 1, 9)
+    frame, nbits = pack_codes(codes[symbols], lengths[symbols])
+    decoder = PrefixDecoder(window_bits, lut_length, lut_symbol, tuning=tuning)
+    assert np.array_equal(decoder.decode(frame, nbits), symbols)
+    for cut in (nbits - 1, nbits // 2):
+        assert detailed_outcome(lambda: decoder.decode(frame, cut)) == detailed_reference(
+            frame, cut, window_bits, lut_length, lut_symbol)
+

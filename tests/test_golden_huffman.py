@@ -544,11 +544,8 @@ def test_frame_length_errors():
 
 def _empty_last_chunk_cases(book, symbol, long_symbol):
     """Frames of `symbol` codes, then one `long_symbol` code cut off so that the
-    decoder's last chunk (bitstream.py) holds no code start."""
-    from linkcodec.golden.bitstream import _chunk_bits
-
-    window_bits, lut_length, _ = book._decode_tables()
-    chunk = _chunk_bits(lut_length.astype(np.int64), window_bits)
+    decoder's last chunk (prefix_decoder.py) holds no code start."""
+    chunk = book.decoder.chunk_bits
     short, long = int(book.lengths[symbol]), int(book.lengths[long_symbol])
     for chunks in range(1, 80):
         count = (chunks * chunk - 3) // short      # the long code straddles the boundary
