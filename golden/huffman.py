@@ -51,6 +51,7 @@ import numpy as np
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
                         TruncatedStreamError, as_index, as_symbols)
 from .formats import FormatError, check_scale, e4m3_pmf_at_scale
+from .pmf import check_pmf
 from .prefix_decoder import PrefixDecoder
 from .prefix_encoder import SymbolEncoder, pack_codes
 
@@ -126,33 +127,6 @@ def _check_max_length(max_length, smallest=1):
     return max_length
 
 
-def _check_weights(weights, size=None):
-    """``weights`` as a 1-D int or float array of finite values >= 0, not all zero."""
-    array = np.asarray(weights)
-    if array.dtype == np.bool_ or not (np.issubdtype(array.dtype, np.integer)
-                                       or np.issubdtype(array.dtype, np.floating)):
-        raise HuffmanCodebookError(f"weights must be numbers (probabilities or counts), "
-                                   f"not {array.dtype}")
-    if array.ndim != 1 or array.size == 0 or (size is not None and array.size != size):
-        want = f"{size} entries, one per symbol" if size else "a non-empty 1-D array"
-        raise HuffmanCodebookError(f"weights must be {want}, not shape {array.shape}")
-    if np.issubdtype(array.dtype, np.floating):
-        if array.dtype != np.float64:
-            array = array.astype(np.float64)
-        bad = np.flatnonzero(~np.isfinite(array))
-        if bad.size:
-            raise HuffmanCodebookError(f"weight of symbol {bad[0]} is {array[bad[0]]}; "
-                                       f"weights must be finite")
-    bad = np.flatnonzero(array < 0)
-    if bad.size:
-        raise HuffmanCodebookError(f"weight of symbol {bad[0]} is {array[bad[0]]}; weights "
-                                   f"must be >= 0")
-    if not array.any():
-        raise HuffmanCodebookError("weights are all zero: at least one symbol needs a "
-                                   "nonzero weight")
-    return array
-
-
 def _normalised(weights):
     """Float64 probabilities; the sum is exactly rounded so the result is reproducible."""
     weights = weights.astype(np.float64)
@@ -223,7 +197,7 @@ def code_lengths(pmf_or_counts, max_length=DEFAULT_MAX_LENGTH):
     Raises :class:`HuffmanCodebookError` for unusable weights or when
     ``2**max_length`` codes cannot hold the symbols of nonzero weight.
     """
-    weights = _check_weights(pmf_or_counts)
+    weights = check_pmf(pmf_or_counts, error=HuffmanCodebookError)
     max_length = _check_max_length(max_length)
     present = np.flatnonzero(weights)
     lengths = np.zeros(weights.size, dtype=np.uint8)
@@ -301,7 +275,7 @@ def smooth_pmf(pmf, smoothing=DEFAULT_SMOOTHING):
 
     ``smoothing`` is 0..1; 0 leaves the normalised PMF as it is.
     """
-    weights = _check_weights(pmf, SYMBOLS)
+    weights = check_pmf(pmf, SYMBOLS, error=HuffmanCodebookError)
     try:
         smoothing = float(smoothing)
     except (TypeError, ValueError):
@@ -558,7 +532,7 @@ class HuffmanCodebook:
 
     def expected_bits(self, pmf):
         """Expected bits per symbol of this code for ``pmf`` (256 probabilities or counts)."""
-        weights = _normalised(_check_weights(pmf, SYMBOLS))
+        weights = _normalised(check_pmf(pmf, SYMBOLS, error=HuffmanCodebookError))
         return float(weights @ self._lengths.astype(np.float64))
 
     # -- frames ------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import numpy as np
 
 from .bitstream import BitstreamError, InvalidCodeError, TruncatedStreamError
 from .bitstream import as_index, as_symbols
+from .pmf import check_pmf
 from .prefix_decoder import PrefixDecoder
 from .prefix_encoder import SymbolEncoder
 
@@ -78,29 +79,12 @@ class QlcTruncatedStreamError(QlcDecodeError, TruncatedStreamError):
 # -- input checks ----------------------------------------------------------------------
 
 def _check_pmf(pmf):
-    """``pmf`` as a float64 array of 256 non-negative finite weights, not all zero.
+    """``pmf`` (:func:`~linkcodec.golden.pmf.check_pmf`, 256 entries) as float64.
 
     The weights are not normalised: a histogram of counts stays integral, so that sums
     over it (and the optimiser's comparisons) are exact.
     """
-    array = np.asarray(pmf)
-    if array.dtype == np.bool_ or not (np.issubdtype(array.dtype, np.integer)
-                                       or np.issubdtype(array.dtype, np.floating)):
-        raise QlcCodeError(f"a PMF holds numbers (probabilities or counts), not {array.dtype}")
-    if array.shape != (SYMBOLS,):
-        raise QlcCodeError(f"a PMF has {SYMBOLS} entries, one per symbol, not shape "
-                           f"{array.shape}")
-    weights = array.astype(np.float64)
-    bad = np.flatnonzero(~np.isfinite(weights))
-    if bad.size:
-        raise QlcCodeError(f"PMF entry of symbol {bad[0]} is {weights[bad[0]]}; entries must "
-                           f"be finite")
-    bad = np.flatnonzero(weights < 0)
-    if bad.size:
-        raise QlcCodeError(f"PMF entry of symbol {bad[0]} is {array[bad[0]]}; entries must "
-                           f"be >= 0")
-    if not weights.any():
-        raise QlcCodeError("PMF is all zero: at least one symbol needs a nonzero weight")
+    weights = check_pmf(pmf, SYMBOLS, error=QlcCodeError).astype(np.float64)
     if not np.isfinite(weights.sum()):
         raise QlcCodeError("PMF entries are too large: their sum overflows")
     return weights

@@ -238,10 +238,10 @@ def test_single_symbol_and_limits():
 
 
 @pytest.mark.parametrize("weights, message", [
-    ([0, 0], "weights are all zero"),
-    ([1, -1], "weight of symbol 1 is -1; weights must be >= 0"),
-    ([1.0, np.nan], "weight of symbol 1 is nan; weights must be finite"),
-    ([True, False], "weights must be numbers"),
+    ([0, 0], "PMF is all zero"),
+    ([1, -1], "PMF entry of symbol 1 is -1; entries must be >= 0"),
+    ([1.0, np.nan], "PMF entry of symbol 1 is nan; entries must be finite"),
+    ([True, False], "a PMF holds numbers"),
     ([], "non-empty 1-D array"),
     ([[1, 2]], "non-empty 1-D array"),
 ])
