@@ -12,7 +12,8 @@ the last byte zero-padded. A frame travels as ``(data, nbits)``.
   (:class:`~linkcodec.golden.prefix_decoder.PrefixDecoder`).
 
 This module holds what both sides and the codecs agree on: :data:`MAX_CODE_LENGTH`, the
-decode errors and the checks of frame bytes, symbols and integer arguments.
+decode errors, :class:`DecodeErrors` (a codec's own subclasses of them) and the checks of
+frame bytes, symbols and integer arguments.
 
 Decode errors derive from :class:`BitstreamError` (a :class:`ValueError`) and name the
 bit position: :class:`InvalidCodeError` for a window that is no code word,
@@ -20,6 +21,7 @@ bit position: :class:`InvalidCodeError` for a window that is no code word,
 """
 
 import operator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,6 +30,7 @@ __all__ = [
     "BitstreamError",
     "TruncatedStreamError",
     "InvalidCodeError",
+    "DecodeErrors",
     "as_index",
     "as_int_array",
     "as_frame_bytes",
@@ -70,6 +73,49 @@ class InvalidCodeError(BitstreamError):
     def __init__(self, message, *, bit=None, window=None):
         super().__init__(message, bit=bit)
         self.window = window
+
+
+@dataclass(frozen=True)
+class DecodeErrors:
+    """A codec's own decode errors, and the conversion of the shared ones into them.
+
+    ``decode`` derives from :class:`BitstreamError`; ``invalid_code`` derives from it and
+    from :class:`InvalidCodeError`, ``truncated_stream`` from it and from
+    :class:`TruncatedStreamError`, so that a caller may catch either family. Checked on
+    construction (:class:`TypeError`).
+    """
+
+    decode: type
+    invalid_code: type
+    truncated_stream: type
+
+    def __post_init__(self):
+        # ``decode`` is checked first, so it is a class when the others are checked.
+        for name, bases in (("decode", (BitstreamError,)),
+                            ("invalid_code", (self.decode, InvalidCodeError)),
+                            ("truncated_stream", (self.decode, TruncatedStreamError))):
+            cls = getattr(self, name)
+            for base in bases:
+                if not (isinstance(cls, type) and issubclass(cls, base)):
+                    raise TypeError(f"{name} must be a subclass of {base.__name__}, "
+                                    f"not {cls!r}")
+
+    def convert(self, error, *, invalid_message=None, truncated_message=None):
+        """``error`` (a :class:`BitstreamError` of the shared decoder) as the codec's
+        class, with the same fields (``bit``, ``window``, ``length``, ``nbits``).
+
+        ``invalid_message`` / ``truncated_message``: functions of the error that give the
+        codec's own message for an invalid code / a truncated stream (by default the
+        shared message). Returns the new error; the caller raises it ``from None``.
+        """
+        if isinstance(error, InvalidCodeError):
+            message = invalid_message(error) if invalid_message else str(error)
+            return self.invalid_code(message, bit=error.bit, window=error.window)
+        if isinstance(error, TruncatedStreamError):
+            message = truncated_message(error) if truncated_message else str(error)
+            return self.truncated_stream(message, bit=error.bit, length=error.length,
+                                         nbits=error.nbits, window=error.window)
+        return self.decode(str(error), bit=error.bit)
 
 
 # -- input checks ----------------------------------------------------------------------

@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from .bitstream import (MAX_CODE_LENGTH, BitstreamError, InvalidCodeError,
+from .bitstream import (MAX_CODE_LENGTH, BitstreamError, DecodeErrors, InvalidCodeError,
                         TruncatedStreamError, as_index, as_symbols)
 from .formats import FormatError, check_scale, e4m3_pmf_at_scale
 from .pmf import check_pmf
@@ -114,6 +114,10 @@ class HuffmanInvalidCodeError(HuffmanDecodeError, InvalidCodeError):
 
 class HuffmanTruncatedStreamError(HuffmanDecodeError, TruncatedStreamError):
     """The last code word of a frame runs past the frame's end."""
+
+
+_DECODE_ERRORS = DecodeErrors(HuffmanDecodeError, HuffmanInvalidCodeError,
+                              HuffmanTruncatedStreamError)
 
 
 # -- input checks ----------------------------------------------------------------------
@@ -582,24 +586,24 @@ class HuffmanCodebook:
         runs past ``nbits``) or :class:`HuffmanDecodeError` (``nbits`` negative or past
         the data), all naming the bit position.
         """
-        window_bits = self.decoder.window_bits
         try:
             return self.decoder.decode(data, nbits)
-        except InvalidCodeError as error:
-            raise HuffmanInvalidCodeError(
-                f"invalid code at bit {error.bit}: the {window_bits} bits from there, "
-                f"{_binary(error.window, window_bits)}, start no code word of codebook "
-                f"{self._id}", bit=error.bit, window=error.window) from None
-        except TruncatedStreamError as error:
-            left = error.nbits - error.bit
-            raise HuffmanTruncatedStreamError(
-                f"truncated stream: code at bit {error.bit} needs {error.length} bits but "
-                f"the frame ends at bit {error.nbits} ({left} bits left: "
-                f"{_binary(error.window >> (window_bits - left), left)})",
-                bit=error.bit, length=error.length, nbits=error.nbits,
-                window=error.window) from None
         except BitstreamError as error:
-            raise HuffmanDecodeError(str(error), bit=error.bit) from None
+            raise _DECODE_ERRORS.convert(error, invalid_message=self._invalid_message,
+                                         truncated_message=self._truncated_message) from None
+
+    def _invalid_message(self, error):
+        window_bits = self.decoder.window_bits
+        return (f"invalid code at bit {error.bit}: the {window_bits} bits from there, "
+                f"{_binary(error.window, window_bits)}, start no code word of codebook "
+                f"{self._id}")
+
+    def _truncated_message(self, error):
+        left = error.nbits - error.bit
+        window = error.window >> (self.decoder.window_bits - left)
+        return (f"truncated stream: code at bit {error.bit} needs {error.length} bits but "
+                f"the frame ends at bit {error.nbits} ({left} bits left: "
+                f"{_binary(window, left)})")
 
     # -- files -------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bitstream import BitstreamError, InvalidCodeError, TruncatedStreamError
+from .bitstream import BitstreamError, DecodeErrors, InvalidCodeError, TruncatedStreamError
 from .bitstream import as_index, as_symbols
 from .pmf import check_pmf
 from .prefix_decoder import PrefixDecoder
@@ -74,6 +74,9 @@ class QlcInvalidCodeError(QlcDecodeError, InvalidCodeError):
 
 class QlcTruncatedStreamError(QlcDecodeError, TruncatedStreamError):
     """The last QLC code word of a frame runs past the frame's end."""
+
+
+_DECODE_ERRORS = DecodeErrors(QlcDecodeError, QlcInvalidCodeError, QlcTruncatedStreamError)
 
 
 # -- input checks ----------------------------------------------------------------------
@@ -323,23 +326,25 @@ class QlcCode:
         Raises :class:`QlcInvalidCodeError`, :class:`QlcTruncatedStreamError` or
         :class:`QlcDecodeError` (all :class:`QlcDecodeError`), naming the bit position.
         """
+        try:
+            return self.decoder.decode(data, nbits)
+        except BitstreamError as error:
+            raise _DECODE_ERRORS.convert(error, invalid_message=self._invalid_message,
+                                         truncated_message=self._truncated_message) from None
+
+    @property
+    def decoder(self):
+        """The :class:`~linkcodec.golden.prefix_decoder.PrefixDecoder` of this code over
+        windows of the longest code (raising the shared errors), built on first use."""
         if self._decoder is None:
             self._decoder = PrefixDecoder(self._window_bits, self._lut_length,
                                           self._lut_symbol)
-        try:
-            return self._decoder.decode(data, nbits)
-        except InvalidCodeError as error:
-            raise QlcInvalidCodeError(self._invalid_message(error), bit=error.bit,
-                                      window=error.window) from None
-        except TruncatedStreamError as error:
-            area = error.window >> (self._window_bits - PREFIX_BITS)
-            raise QlcTruncatedStreamError(
-                f"truncated stream: code at bit {error.bit} (area {area}) needs "
-                f"{error.length} bits but the frame ends at bit {error.nbits}",
-                bit=error.bit, length=error.length, nbits=error.nbits,
-                window=error.window) from None
-        except BitstreamError as error:
-            raise QlcDecodeError(str(error), bit=error.bit) from None
+        return self._decoder
+
+    def _truncated_message(self, error):
+        area = error.window >> (self._window_bits - PREFIX_BITS)
+        return (f"truncated stream: code at bit {error.bit} (area {area}) needs "
+                f"{error.length} bits but the frame ends at bit {error.nbits}")
 
     def _invalid_message(self, error):
         window_bits = self._window_bits

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from linkcodec.golden.bitstream import BitstreamError, InvalidCodeError, TruncatedStreamError
+from linkcodec.golden.bitstream import (BitstreamError, DecodeErrors, InvalidCodeError,
+                                        TruncatedStreamError)
 from linkcodec.golden.prefix_decoder import DecoderTuning, PrefixDecoder, decode_prefix
 from linkcodec.golden.prefix_encoder import SymbolEncoder, pack_codes
 
@@ -439,7 +440,7 @@ def test_prefix_decoder_checks_tables_like_decode_prefix():
         decoder.decode(b"\x00", 9)
 
 
-# -- decoder tuning ------------------------------------------------------------------
+# -- decoder tuning and codec errors ---------------------------------------------------
 
 def test_decoder_tuning_defaults_and_checks():
     tuning = DecoderTuning()
@@ -477,3 +478,34 @@ def test_extreme_tunings_decode_the_same(tuning):
         assert detailed_outcome(lambda: decoder.decode(frame, cut)) == detailed_reference(
             frame, cut, window_bits, lut_length, lut_symbol)
 
+
+class CodecError(BitstreamError):
+    pass
+
+
+class CodecInvalidCodeError(CodecError, InvalidCodeError):
+    pass
+
+
+class CodecTruncatedStreamError(CodecError, TruncatedStreamError):
+    pass
+
+
+def test_decode_errors_convert_keeping_the_fields():
+    errors = DecodeErrors(CodecError, CodecInvalidCodeError, CodecTruncatedStreamError)
+    invalid = errors.convert(InvalidCodeError("shared", bit=3, window=5),
+                             invalid_message=lambda error: f"own {error.bit}")
+    assert type(invalid) is CodecInvalidCodeError and str(invalid) == "own 3"
+    assert (invalid.bit, invalid.window) == (3, 5)
+    truncated = errors.convert(TruncatedStreamError("shared", bit=1, length=4, nbits=3,
+                                                    window=2))
+    assert type(truncated) is CodecTruncatedStreamError and str(truncated) == "shared"
+    assert (truncated.bit, truncated.length, truncated.nbits, truncated.window) == (1, 4, 3, 2)
+    other = errors.convert(BitstreamError("nbits is -1", bit=None))
+    assert type(other) is CodecError and str(other) == "nbits is -1"
+    with pytest.raises(TypeError, match="invalid_code must be a subclass of InvalidCodeError"):
+        DecodeErrors(CodecError, CodecError, CodecTruncatedStreamError)
+    with pytest.raises(TypeError, match="decode must be a subclass of BitstreamError"):
+        DecodeErrors(ValueError, CodecInvalidCodeError, CodecTruncatedStreamError)
+    with pytest.raises(TypeError, match="truncated_stream must be a subclass of CodecError"):
+        DecodeErrors(CodecError, CodecInvalidCodeError, TruncatedStreamError)
