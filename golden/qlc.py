@@ -9,8 +9,10 @@ probability (ties: smaller symbol first).
 - :func:`rank_table` -- symbol to rank from a PMF or a histogram;
 - :class:`QlcCode` -- a layout and a rank table: ``encode`` / ``decode`` frames;
 - :func:`optimal_layout` -- the layout with the fewest expected bits for a PMF, found by
-  an exact search;
-- :func:`compressibility` -- ``1 - bits / raw_bits``.
+  an exact search (:func:`optimal_areas`).
+
+PMFs are checked by :func:`~linkcodec.golden.pmf.check_pmf`; the compressibility
+``1 - bits / 8`` is :func:`~linkcodec.golden.formats.compressibility`.
 
 Errors: :class:`QlcLayoutError` (a layout breaks the rules), :class:`QlcCodeError` (an
 unusable PMF or rank table) and :class:`QlcDecodeError` (a frame cannot be decoded).
@@ -45,6 +47,7 @@ __all__ = [
     "QlcCode",
     "rank_table",
     "optimal_layout",
+    "optimal_areas",
 ]
 
 #: Number of areas, picked by a PREFIX_BITS-bit prefix.
@@ -372,8 +375,10 @@ def _window_min(values, span):
     return out
 
 
-def _optimal_areas(weights, *, areas, prefix_bits, max_suffix_bits, max_lengths):
-    """Exact search for the cheapest layout of ranked ``weights`` (descending).
+def optimal_areas(weights, *, areas, prefix_bits, max_suffix_bits, max_lengths):
+    """Exact search for the cheapest layout of ranked ``weights`` (descending): the search
+    behind :func:`optimal_layout`, for any number of areas, prefix and suffix widths
+    (small cases can be checked against enumeration).
 
     Returns ``(suffix_bits, sizes, cost)`` with ``cost = sum(weight * length)``. For
     every set of allowed suffix widths (at most ``max_lengths`` of them), a dynamic
@@ -463,8 +468,8 @@ def optimal_layout(pmf, max_lengths=4):
     ranks = rank_table(weights)
     ranked = np.empty(SYMBOLS)
     ranked[ranks] = weights
-    suffix_bits, sizes, _ = _optimal_areas(ranked, areas=AREAS, prefix_bits=PREFIX_BITS,
-                                           max_suffix_bits=MAX_SUFFIX_BITS,
-                                           max_lengths=max_lengths)
+    suffix_bits, sizes, _ = optimal_areas(ranked, areas=AREAS, prefix_bits=PREFIX_BITS,
+                                          max_suffix_bits=MAX_SUFFIX_BITS,
+                                          max_lengths=max_lengths)
     layout = QlcLayout(suffix_bits, sizes)
     return layout, layout.expected_bits(weights, ranks)

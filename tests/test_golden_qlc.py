@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from linkcodec.golden.bitstream import BitstreamError, InvalidCodeError, TruncatedStreamError
 from linkcodec.golden.qlc import (QlcCode, QlcCodeError, QlcDecodeError, QlcInvalidCodeError,
                                   QlcLayout, QlcLayoutError, QlcTruncatedStreamError,
-                                  _optimal_areas, optimal_layout, rank_table)
+                                  optimal_areas, optimal_layout, rank_table)
 from linkcodec.golden.formats import compressibility
 
 BASE = QlcLayout.base()
@@ -378,9 +378,9 @@ def brute_force(weights, areas, prefix_bits, max_suffix_bits, max_lengths):
 def test_optimiser_matches_brute_force(seed, count, areas, max_suffix_bits, max_lengths):
     rng = np.random.default_rng(seed)
     weights = np.sort(rng.choice([0, 1, 2, 3, 5, 8, 13, 40], count))[::-1].astype(float)
-    widths, sizes, cost = _optimal_areas(weights, areas=areas, prefix_bits=2,
-                                         max_suffix_bits=max_suffix_bits,
-                                         max_lengths=max_lengths)
+    widths, sizes, cost = optimal_areas(weights, areas=areas, prefix_bits=2,
+                                        max_suffix_bits=max_suffix_bits,
+                                        max_lengths=max_lengths)
     assert cost == pytest.approx(brute_force(weights, areas, 2, max_suffix_bits, max_lengths))
     # The layout it returns is legal and costs what it says.
     assert sum(sizes) == count and all(size <= 1 << width for width, size in zip(widths, sizes))
