@@ -76,6 +76,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .bundled import file_name
+
 __all__ = [
     "DEFAULT_OUT",
     "DEFAULT_TOKENS",
@@ -235,11 +237,6 @@ def reference_pairs(n_pairs, with_sources=False):
     return (pairs, sources) if with_sources else pairs
 
 
-def file_name(layer, kind, step):
-    """``minilm_l{layer}_{kind}_s{step}.npy``, the name of one captured tensor."""
-    return f"minilm_l{layer}_{kind}_s{step}.npy"
-
-
 # --------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------
@@ -267,12 +264,12 @@ def _to_e4m3_bits_saturating(values, scale_amax):
     """
     import ml_dtypes
 
-    from linkcodec.golden.formats import E4M3_MAX, FormatError
+    from linkcodec.golden.formats import E4M3_MAX, FormatError, e4m3_scale
 
     values = np.asarray(values, dtype=np.float32)
     if not np.all(np.isfinite(values)):
         raise FormatError("tensor holds Inf or NaN; per-tensor scaling needs finite values")
-    scale = E4M3_MAX / scale_amax if scale_amax > 0 else 1.0
+    scale = e4m3_scale(scale_amax)
     scaled = values * np.float32(scale)
     saturated = (np.abs(values) > np.float32(scale_amax)) & (
         np.abs(scaled) > np.float32(E4M3_MAX)
@@ -355,7 +352,7 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
     Returns the manifest (a dict). ``log``, if given, is called with progress strings.
     Raises :class:`CaptureDependencyError` when the optional dependencies are missing.
     """
-    from linkcodec.golden.formats import E4M3_MAX, to_e4m3_bits
+    from linkcodec.golden.formats import e4m3_scale, to_e4m3_bits
 
     if tokens < 1:
         raise ValueError("tokens must be at least 1")
@@ -478,14 +475,14 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
                             history = amax_history.setdefault((layer, kind), [])
                             scale_amax = max(history) if history else amax
                             scale_steps = list(range(step)) if history else [step]
-                            scale = E4M3_MAX / scale_amax if scale_amax > 0 else 1.0
+                            scale = e4m3_scale(scale_amax)
                             flat, clipped = _to_e4m3_bits_saturating(values, scale_amax)
                             history.append(amax)
                             bits = flat.reshape(n_real, width)[keep]
                             saturated = int(clipped.sum())
                             saturated_kept = int(clipped.reshape(n_real, width)[keep].sum())
                         else:
-                            scale = E4M3_MAX / amax if amax > 0 else 1.0
+                            scale = e4m3_scale(amax)
                             bits = to_e4m3_bits(values).reshape(n_real, width)[keep]
                         bits = np.ascontiguousarray(bits)
                         name = file_name(layer, kind, step)
