@@ -71,12 +71,15 @@ import os
 import platform
 import re
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
-from .bundled import file_name
+from .bundled import FILE_NAME, file_name
+from .golden.formats import E4M3_MAX, FormatError, e4m3_scale, to_e4m3_bits
 
 __all__ = [
     "DEFAULT_OUT",
@@ -114,7 +117,8 @@ DEFAULT_SEED = 0
 SCALINGS = ("current", "delayed")
 DEFAULT_SCALING = "current"
 
-#: Tensor kinds, in the order they are written.
+#: Tensor kinds, in the order they are written (tables list them in
+#: :data:`linkcodec.bundled.KINDS` order).
 KINDS = ("ffn1_act", "ffn1_grad", "ffn2_act", "ffn2_grad")
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -262,10 +266,6 @@ def _to_e4m3_bits_saturating(values, scale_amax):
     after scaling. (The first condition keeps out a value equal to ``scale_amax`` that the
     float32 multiply puts a rounding error above 448: it is cast to 448 exactly anyway.)
     """
-    import ml_dtypes
-
-    from linkcodec.golden.formats import E4M3_MAX, FormatError, e4m3_scale
-
     values = np.asarray(values, dtype=np.float32)
     if not np.all(np.isfinite(values)):
         raise FormatError("tensor holds Inf or NaN; per-tensor scaling needs finite values")
@@ -352,17 +352,7 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
     Returns the manifest (a dict). ``log``, if given, is called with progress strings.
     Raises :class:`CaptureDependencyError` when the optional dependencies are missing.
     """
-    from linkcodec.golden.formats import e4m3_scale, to_e4m3_bits
-
-    if tokens < 1:
-        raise ValueError("tokens must be at least 1")
-    if pairs < 2:
-        raise ValueError("pairs must be at least 2 (the loss needs in-batch negatives)")
-    if steps < 1:
-        raise ValueError("steps must be at least 1")
-    if scaling not in SCALINGS:
-        raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, not {scaling!r}")
-    delayed = scaling == "delayed"
+    _check_capture_arguments(tokens=tokens, pairs=pairs, steps=steps, scaling=scaling)
     say = log or (lambda message: None)
     torch, model_pkg, SentenceTransformer, MultipleNegativesRankingLoss = _import_capture_deps()
 
@@ -375,325 +365,435 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
 
     model_dir = Path(model_pkg.get_model_path())
     say(f"loading {MODEL_NAME} from {model_dir}")
+    recipe = _ScalingRecipe(scaling)
     files, step_records = [], []
-    amax_history = {}  # (layer, kind) -> own amax of each step so far (delayed scaling)
     with _reproducible_torch(torch, seed):
         model = SentenceTransformer(str(model_dir), device="cpu")
         bert = model[0].auto_model
         layers = list(bert.encoder.layer)
-        config = bert.config
         preprocess = getattr(model, "preprocess", None) or model.tokenize
+        with _ffn_recorder(layers) as records:
+            loss_fn = MultipleNegativesRankingLoss(model, scale=LOSS_SCALE)
+            # One optimizer for the whole run: its moments and step count carry over.
+            optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
+            model.train()
+            for step in range(steps):
+                batch = _Batch.of(preprocess, step_pairs[step])
+                records.clear()
+                optimizer.zero_grad()
+                say(f"step {step}: {pairs} pairs ({len(batch.texts)} sentences, "
+                    f"{batch.real_tokens} real tokens)")
+                loss_value, grad_norm = _train_step(torch, model, loss_fn, optimizer, batch,
+                                                    pairs)
+                keep = _kept_rows(batch.real_tokens, tokens, seed, step)
+                for layer in range(len(layers)):
+                    for kind in KINDS:
+                        values = _real_token_values(torch, records, batch, step, layer, kind)
+                        bits, fields = recipe.cast(values, keep, layer=layer, kind=kind, step=step)
+                        files.append(_write_tensor(out, bits, fields, layer=layer, kind=kind,
+                                                   step=step))
+                records.clear()
 
-        # Hooks: alias each FFN linear's input so the gradient hook sees exactly the
-        # gradient that linear sends back (its dgrad), then record act and grad.
-        records = {}
-        handles = []
+                step_records.append(_step_record(step, step_pairs[step], step_sources[step],
+                                                 batch, keep, loss_value, grad_norm))
+                entropies = [f["entropy_bits_per_symbol"] for f in files if f["step"] == step]
+                say(f"  loss {loss_value:.4f}, grad norm {grad_norm:.4g}, {len(entropies)} files, "
+                    f"H {min(entropies):.3f}..{max(entropies):.3f} bit/B")
+                if recipe.delayed:
+                    clipped_step = sum(f["saturated"] for f in files if f["step"] == step)
+                    say(f"  delayed scaling: {clipped_step} values saturated at +-448")
 
-        def make_hook(layer, kind):
-            def hook(module, args):
-                x = args[0]
-                alias = x.view_as(x)
-                record = {"act": alias.detach().clone()}
-                records.setdefault((layer, kind), []).append(record)
+    _remove_stale_files(out, {f["file"] for f in files}, say)
+    manifest = {
+        "format_version": 2,
+        "generator": _generator_section(tokens=tokens, seed=seed, pairs=pairs, steps=steps,
+                                        scaling=scaling),
+        "model": _model_section(model, bert.config, model_dir),
+        "software": _software_section(torch),
+        "text": _text_section(all_pairs, all_sources, steps=steps, pairs=pairs),
+        "training": _training_section(steps=steps, seed=seed),
+        "steps": step_records,
+        "tensors": _tensors_section(steps=steps, layers=len(layers), delayed=recipe.delayed),
+        "files": files,
+    }
+    if recipe.delayed:
+        manifest["tensors"]["scaling"] = _scaling_section(scaling, files)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                       encoding="utf-8")
+    return manifest
 
-                def grad_hook(grad):
-                    record["grad"] = grad.detach().clone()
 
-                alias.register_hook(grad_hook)
-                return (alias,) + tuple(args[1:])
+def _check_capture_arguments(*, tokens, pairs, steps, scaling):
+    if tokens < 1:
+        raise ValueError("tokens must be at least 1")
+    if pairs < 2:
+        raise ValueError("pairs must be at least 2 (the loss needs in-batch negatives)")
+    if steps < 1:
+        raise ValueError("steps must be at least 1")
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, not {scaling!r}")
 
-            return hook
 
+# Model, hooks and one training step (these need torch) ---------------------------------
+
+
+@contextlib.contextmanager
+def _ffn_recorder(layers):
+    """Record the input of both FFN linears of every layer, and its gradient.
+
+    Yields a dict ``(layer, "ffn1" | "ffn2") -> [{"act": tensor, "grad": tensor}]``, one
+    entry a forward call; the hooks come off on exit. Each linear's input is aliased so
+    that the gradient hook sees exactly the gradient that linear sends back (its dgrad),
+    not what the residual path adds.
+    """
+    records = {}
+    handles = []
+
+    def make_hook(layer, kind):
+        def hook(module, args):
+            x = args[0]
+            alias = x.view_as(x)
+            record = {"act": alias.detach().clone()}
+            records.setdefault((layer, kind), []).append(record)
+
+            def grad_hook(grad):
+                record["grad"] = grad.detach().clone()
+
+            alias.register_hook(grad_hook)
+            return (alias,) + tuple(args[1:])
+
+        return hook
+
+    try:
         for index, layer in enumerate(layers):
             handles.append(
                 layer.intermediate.dense.register_forward_pre_hook(make_hook(index, "ffn1"))
             )
             handles.append(layer.output.dense.register_forward_pre_hook(make_hook(index, "ffn2")))
+        yield records
+    finally:
+        for handle in handles:
+            handle.remove()
 
-        loss_fn = MultipleNegativesRankingLoss(model, scale=LOSS_SCALE)
-        # One optimizer for the whole run: its moments and step count carry over.
-        optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
-        model.train()
-        try:
-            for step in range(steps):
-                text_pairs = step_pairs[step]
-                anchors = [a for a, _ in text_pairs]
-                positives = [p for _, p in text_pairs]
-                texts = anchors + positives  # column-major, as sentence-transformers merges
 
-                features = preprocess(texts)
-                attention_mask = features["attention_mask"].bool()
-                real = attention_mask.reshape(-1).numpy()  # real (row, position) tokens
-                n_real = int(real.sum())
-                seq_len = int(attention_mask.shape[1])
+@dataclass(frozen=True)
+class _Batch:
+    """One step's batch: its sentences, the tokenizer's features, and which (row,
+    position) tokens are real (not padding)."""
 
-                records.clear()
-                optimizer.zero_grad()
-                say(f"step {step}: {pairs} pairs ({len(texts)} sentences, {n_real} real tokens)")
-                embeddings = model(features)["sentence_embedding"]
-                loss = loss_fn.compute_loss_from_embeddings(
-                    [embeddings[:pairs], embeddings[pairs:]], None
-                )
-                loss.backward()
-                grad_norm = float(
-                    torch.linalg.vector_norm(
-                        torch.stack(
-                            [p.grad.norm() for p in model.parameters() if p.grad is not None]
-                        )
-                    )
-                )
-                optimizer.step()
-                loss_value = float(loss.detach())
+    texts: list
+    features: dict
+    real: np.ndarray       # flat bool, one per (row, position) of the padded batch
+    padded_length: int
 
-                # Same token rows for every tensor of the step, so its files line up token
-                # for token.
-                if n_real <= tokens:
-                    keep = np.arange(n_real)
-                else:
-                    rng = np.random.default_rng([seed, step])
-                    keep = np.sort(rng.choice(n_real, size=tokens, replace=False))
-                real_positions = np.flatnonzero(real)
-                kept_tokens = [[int(i // seq_len), int(i % seq_len)] for i in real_positions[keep]]
+    @classmethod
+    def of(cls, preprocess, text_pairs):
+        anchors = [a for a, _ in text_pairs]
+        positives = [p for _, p in text_pairs]
+        texts = anchors + positives  # column-major, as sentence-transformers merges
+        features = preprocess(texts)
+        attention_mask = features["attention_mask"].bool()
+        return cls(texts, features, attention_mask.reshape(-1).numpy(),
+                   int(attention_mask.shape[1]))
 
-                for layer in range(len(layers)):
-                    for kind in KINDS:
-                        stage, what = kind.split("_")
-                        calls = records.get((layer, stage), [])
-                        if len(calls) != 1 or "grad" not in calls[0]:
-                            raise RuntimeError(
-                                f"step {step} layer {layer} {stage}: expected one forward "
-                                f"call with a gradient, got {len(calls)}"
-                            )
-                        tensor = calls[0][what]
-                        width = tensor.shape[-1]
-                        values = tensor.reshape(-1, width)[torch.from_numpy(real)].float().numpy()
-                        amax = float(np.max(np.abs(values)))
-                        if delayed:
-                            # Transformer Engine delayed scaling: the scale comes from the
-                            # amax history of the earlier steps; step 0 has none and uses
-                            # its own amax.
-                            history = amax_history.setdefault((layer, kind), [])
-                            scale_amax = max(history) if history else amax
-                            scale_steps = list(range(step)) if history else [step]
-                            scale = e4m3_scale(scale_amax)
-                            flat, clipped = _to_e4m3_bits_saturating(values, scale_amax)
-                            history.append(amax)
-                            bits = flat.reshape(n_real, width)[keep]
-                            saturated = int(clipped.sum())
-                            saturated_kept = int(clipped.reshape(n_real, width)[keep].sum())
-                        else:
-                            scale = e4m3_scale(amax)
-                            bits = to_e4m3_bits(values).reshape(n_real, width)[keep]
-                        bits = np.ascontiguousarray(bits)
-                        name = file_name(layer, kind, step)
-                        np.save(out / name, bits, allow_pickle=False)
-                        entry = {
-                            "file": name,
-                            "step": step,
-                            "layer": layer,
-                            "kind": kind,
-                            "shape": list(bits.shape),
-                            "dtype": "uint8",
-                            "format": "float8_e4m3fn bit patterns",
-                            "amax": amax,
-                            "scale": scale,
-                        }
-                        if delayed:
-                            # Only delayed captures get these keys, so a current capture's
-                            # manifest stays byte-identical to the bundled one.
-                            entry.update(
-                                {
-                                    "scaling": scaling,
-                                    "scale_amax": scale_amax,
-                                    "scale_amax_steps": scale_steps,
-                                    "saturated": saturated,
-                                    "saturated_kept": saturated_kept,
-                                }
-                            )
-                        entry.update(
-                            {
-                                "entropy_bits_per_symbol": round(byte_entropy(bits), 4),
-                                "zero_fraction": round(float(np.mean((bits & 0x7F) == 0)), 4),
-                                "sha256": _sha256_file(out / name),
-                            }
-                        )
-                        files.append(entry)
-                records.clear()
+    @property
+    def real_tokens(self):
+        return int(self.real.sum())
 
-                corpus = "\n".join(f"{a}\t{p}" for a, p in text_pairs)
-                step_records.append(
-                    {
-                        "step": step,
-                        "weights": f"after {step} AdamW update(s)",
-                        "loss_value": loss_value,
-                        "gradient_global_norm": grad_norm,
-                        "pairs": len(text_pairs),
-                        "sentences": len(texts),
-                        "text_sources": sorted(set(step_sources[step]),
-                                               key=step_sources[step].index),
-                        "text_sha256": hashlib.sha256(corpus.encode("utf-8")).hexdigest(),
-                        "pair_list": [list(pair) for pair in text_pairs],
-                        "pair_sources": step_sources[step],
-                        "batch_rows": len(texts),
-                        "padded_length": seq_len,
-                        "real_tokens": n_real,
-                        "tokens_kept": int(len(keep)),
-                        "kept_tokens_row_position": kept_tokens,
-                    }
-                )
-                entropies = [f["entropy_bits_per_symbol"] for f in files if f["step"] == step]
-                say(f"  loss {loss_value:.4f}, grad norm {grad_norm:.4g}, {len(entropies)} files, "
-                    f"H {min(entropies):.3f}..{max(entropies):.3f} bit/B")
-                if delayed:
-                    clipped_step = sum(f["saturated"] for f in files if f["step"] == step)
-                    say(f"  delayed scaling: {clipped_step} values saturated at +-448")
-        finally:
-            for handle in handles:
-                handle.remove()
 
-    written = {f["file"] for f in files}
+def _train_step(torch, model, loss_fn, optimizer, batch, pairs):
+    """Forward, backward and one AdamW update on ``batch``; return the loss and the global
+    gradient norm (both floats). Gradients must be zeroed before."""
+    embeddings = model(batch.features)["sentence_embedding"]
+    loss = loss_fn.compute_loss_from_embeddings(
+        [embeddings[:pairs], embeddings[pairs:]], None
+    )
+    loss.backward()
+    grad_norm = float(
+        torch.linalg.vector_norm(
+            torch.stack(
+                [p.grad.norm() for p in model.parameters() if p.grad is not None]
+            )
+        )
+    )
+    optimizer.step()
+    return float(loss.detach()), grad_norm
+
+
+def _real_token_values(torch, records, batch, step, layer, kind):
+    """The recorded ``kind`` tensor of ``layer`` on its real tokens: float32 ``[real
+    tokens, features]``."""
+    stage, what = kind.split("_")
+    calls = records.get((layer, stage), [])
+    if len(calls) != 1 or "grad" not in calls[0]:
+        raise RuntimeError(
+            f"step {step} layer {layer} {stage}: expected one forward "
+            f"call with a gradient, got {len(calls)}"
+        )
+    tensor = calls[0][what]
+    width = tensor.shape[-1]
+    return tensor.reshape(-1, width)[torch.from_numpy(batch.real)].float().numpy()
+
+
+# Casting, files and the manifest (NumPy only) -----------------------------------------
+
+
+def _kept_rows(real_tokens, tokens, seed, step):
+    """The real-token rows of a step that its files keep: all of them if there are at most
+    ``tokens``, else ``tokens`` chosen at random, in order. The same rows for every tensor
+    of the step, so its files line up token for token."""
+    if real_tokens <= tokens:
+        return np.arange(real_tokens)
+    rng = np.random.default_rng([seed, step])
+    return np.sort(rng.choice(real_tokens, size=tokens, replace=False))
+
+
+class _ScalingRecipe:
+    """Scale and cast each tensor to e4m3 under a scaling recipe (``current`` or
+    ``delayed``); for ``delayed`` it keeps every tensor's amax history across the steps."""
+
+    def __init__(self, scaling):
+        self.scaling = scaling
+        self.delayed = scaling == "delayed"
+        self.amax_history = {}  # (layer, kind) -> own amax of each step so far
+
+    def cast(self, values, keep, *, layer, kind, step):
+        """``values``: the real tokens' float32 ``[tokens, features]``; ``keep``: the rows
+        stored. Returns the stored bits (contiguous ``uint8``) and the manifest fields of
+        the cast: ``amax``, ``scale`` and, for delayed scaling, its bookkeeping."""
+        amax = float(np.max(np.abs(values)))
+        if not self.delayed:
+            bits = to_e4m3_bits(values).reshape(values.shape)[keep]
+            return np.ascontiguousarray(bits), {"amax": amax, "scale": e4m3_scale(amax)}
+        # Transformer Engine delayed scaling: the scale comes from the amax history of the
+        # earlier steps; step 0 has none and uses its own amax.
+        history = self.amax_history.setdefault((layer, kind), [])
+        scale_amax = max(history) if history else amax
+        scale_steps = list(range(step)) if history else [step]
+        flat, clipped = _to_e4m3_bits_saturating(values, scale_amax)
+        history.append(amax)
+        clipped = clipped.reshape(values.shape)
+        bits = flat.reshape(values.shape)[keep]
+        # Only delayed captures get the keys after "scale", so a current capture's
+        # manifest stays byte-identical to the bundled one.
+        return np.ascontiguousarray(bits), {
+            "amax": amax,
+            "scale": e4m3_scale(scale_amax),
+            "scaling": self.scaling,
+            "scale_amax": scale_amax,
+            "scale_amax_steps": scale_steps,
+            "saturated": int(clipped.sum()),
+            "saturated_kept": int(clipped[keep].sum()),
+        }
+
+
+def _write_tensor(out, bits, fields, *, layer, kind, step):
+    """Save one tensor's bits as ``.npy`` in ``out``; return its manifest entry."""
+    name = file_name(layer, kind, step)
+    np.save(out / name, bits, allow_pickle=False)
+    entry = {
+        "file": name,
+        "step": step,
+        "layer": layer,
+        "kind": kind,
+        "shape": list(bits.shape),
+        "dtype": "uint8",
+        "format": "float8_e4m3fn bit patterns",
+    }
+    entry.update(fields)
+    entry.update(
+        {
+            "entropy_bits_per_symbol": round(byte_entropy(bits), 4),
+            "zero_fraction": round(float(np.mean((bits & 0x7F) == 0)), 4),
+            "sha256": _sha256_file(out / name),
+        }
+    )
+    return entry
+
+
+def _remove_stale_files(out, written, say):
+    """Delete the ``minilm_l*_*.npy`` files in ``out`` that are not in ``written``."""
     for stale in sorted(out.glob("minilm_l*_*.npy")):
         if stale.name not in written:
             say(f"removing stale {stale.name}")
             stale.unlink()
 
-    corpus = "\n".join(f"{a}\t{p}" for a, p in all_pairs)
-    manifest = {
-        "format_version": 2,
-        "generator": {
-            "tool": "linkcodec capture (linkcodec/capture.py)",
-            "linkcodec_version": _version("linkcodec"),
-            "command": (
-                f"linkcodec capture --steps {steps} --pairs {pairs} --tokens {tokens} "
-                f"--seed {seed}" + (f" --scaling {scaling}" if delayed else "")
-            ),
-        },
-        "model": {
-            "name": MODEL_NAME,
-            "source_package": MODEL_PACKAGE,
-            "source_package_version": _version(MODEL_PACKAGE),
-            "weights_sha256": _sha256_file(model_dir / "model.safetensors"),
-            "architecture": config.architectures[0] if config.architectures else "BertModel",
-            "num_layers": config.num_hidden_layers,
-            "hidden_size": config.hidden_size,
-            "intermediate_size": config.intermediate_size,
-            "hidden_act": config.hidden_act,
-            "attn_implementation": getattr(config, "_attn_implementation", None),
-            "pooling": "mean over real tokens, then L2 normalise",
-            "max_seq_length": int(model.max_seq_length),
-        },
-        "software": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "transformers": _version("transformers"),
-            "sentence_transformers": _version("sentence-transformers"),
-            "numpy": np.__version__,
-            "ml_dtypes": _version("ml_dtypes"),
-        },
-        "text": {
-            "source": (
-                "English prose shipped with CPython: the Zen of Python (module `this`, "
-                "rot13-decoded; aphorisms paired in order) followed by Python Language "
-                "Reference chapters as stored in pydoc_data.topics (topics read in order: "
-                + ", ".join(REFERENCE_TOPICS) + ", then every other topic in sorted key "
-                "order); consecutive sentences (5-40 words) of one prose paragraph form an "
-                "(anchor, positive) pair; duplicate sentences dropped"
-            ),
-            "split": (
-                "pairs taken in that order; step s gets pairs s*pairs_per_step .. "
-                "(s+1)*pairs_per_step - 1, so the steps' texts are disjoint"
-            ),
-            "python_version": platform.python_version(),
-            "steps": steps,
-            "pairs_per_step": pairs,
-            "pairs": len(all_pairs),
-            "sentences": 2 * len(all_pairs),
-            "sources": sorted(set(all_sources), key=all_sources.index),
-            "sha256": hashlib.sha256(corpus.encode("utf-8")).hexdigest(),
-            "sha256_of": (
-                "UTF-8 of 'anchor<TAB>positive' lines joined by newlines (all steps here; "
-                "one step's pairs for steps[].text_sha256)"
-            ),
-        },
-        "training": {
-            "mode": "train (dropout p=0.1 active, seeded once before step 0)",
-            "loss": "sentence_transformers.losses.MultipleNegativesRankingLoss",
-            "loss_config": {
-                "scale": LOSS_SCALE,
-                "similarity": "cos_sim",
-                "directions": ["query_to_doc"],
-                "negatives": "in-batch",
-            },
-            "batch": "anchors (pairs 0..n-1) then positives (pairs 0..n-1), one merged batch",
-            "optimizer": "torch.optim.AdamW (one instance; state carries over between steps)",
-            "optimizer_config": {
-                "lr": LEARNING_RATE,
-                "betas": [0.9, 0.999],
-                "eps": 1e-8,
-                "weight_decay": 0.01,
-            },
-            "optimizer_steps": steps,
-            "seed": seed,
-            "determinism": (
-                "torch.manual_seed(seed) once, torch.set_num_threads(1), "
-                "torch.use_deterministic_algorithms(True), CPU"
-            ),
-        },
-        "steps": step_records,
-        "tensors": {
-            "naming": "minilm_l{layer}_{kind}_s{step}.npy",
-            "steps": list(range(steps)),
-            "layers": list(range(len(layers))),
-            "kinds": {
-                "ffn1_act": "input of encoder.layer[l].intermediate.dense (FFN first linear)",
-                "ffn2_act": "input of encoder.layer[l].output.dense (FFN second linear, post-GELU)",
-                "ffn1_grad": "d loss / d input of the FFN first linear, as that linear sends it "
-                "back (dgrad; excludes the residual path)",
-                "ffn2_grad": "d loss / d input of the FFN second linear",
-            },
-            "encoding": (
-                (
-                    "per step and tensor: delayed scaling (Transformer Engine recipe), "
-                    "scale = 448 / max(amax of the tensor's steps 0..s-1), step 0 by its own "
-                    "amax; each amax over all real tokens of its step; scaled values clipped "
-                    "to +-448, then cast to ml_dtypes float8_e4m3fn (round-to-nearest-even); "
-                    "then the kept token rows"
-                )
-                if delayed
-                else (
-                    "per step and tensor: amax over all real tokens of that step scaled to 448, "
-                    "cast by linkcodec.golden.formats.to_e4m3_bits (ml_dtypes float8_e4m3fn, "
-                    "round-to-nearest-even); then the kept token rows"
-                )
-            ),
-            "token_selection": (
-                "numpy.random.default_rng([seed, step]).choice(real_tokens, tokens_kept, "
-                "replace=False), sorted; the same tokens in every file of a step"
-            ),
-            "layout": "2-D uint8 [tokens, features], row-major; one row per token",
-            "padding": "excluded (attention mask) from both the amax and the stored rows",
-        },
-        "files": files,
+
+def _corpus_sha256(text_pairs):
+    corpus = "\n".join(f"{a}\t{p}" for a, p in text_pairs)
+    return hashlib.sha256(corpus.encode("utf-8")).hexdigest()
+
+
+def _step_record(step, text_pairs, sources, batch, keep, loss_value, grad_norm):
+    """The manifest's record of one step: its text, batch, kept tokens and loss."""
+    real_positions = np.flatnonzero(batch.real)
+    seq_len = batch.padded_length
+    kept_tokens = [[int(i // seq_len), int(i % seq_len)] for i in real_positions[keep]]
+    return {
+        "step": step,
+        "weights": f"after {step} AdamW update(s)",
+        "loss_value": loss_value,
+        "gradient_global_norm": grad_norm,
+        "pairs": len(text_pairs),
+        "sentences": len(batch.texts),
+        "text_sources": sorted(set(sources), key=sources.index),
+        "text_sha256": _corpus_sha256(text_pairs),
+        "pair_list": [list(pair) for pair in text_pairs],
+        "pair_sources": sources,
+        "batch_rows": len(batch.texts),
+        "padded_length": seq_len,
+        "real_tokens": batch.real_tokens,
+        "tokens_kept": int(len(keep)),
+        "kept_tokens_row_position": kept_tokens,
     }
-    if delayed:
-        manifest["tensors"]["scaling"] = {
-            "mode": scaling,
-            "recipe": (
-                "Transformer Engine delayed scaling: amax_compute_algo 'max' over the whole "
-                "history of earlier steps (amax_history_len >= steps), margin 0, "
-                "scale = 448 / max(amax of steps 0..s-1); step 0 uses its own amax"
-            ),
-            "saturation": "scaled values beyond +-448 are clipped to +-448 before the cast",
-            "saturated_values": sum(f["saturated"] for f in files),
-            "saturated_values_kept": sum(f["saturated_kept"] for f in files),
-            "saturated_of": (
-                "files[].saturated counts the step's real tokens (the whole cast tensor); "
-                "files[].saturated_kept counts the stored rows"
-            ),
-        }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                                       encoding="utf-8")
-    return manifest
+
+
+def _generator_section(*, tokens, seed, pairs, steps, scaling):
+    return {
+        "tool": "linkcodec capture (linkcodec/capture.py)",
+        "linkcodec_version": _version("linkcodec"),
+        "command": (
+            f"linkcodec capture --steps {steps} --pairs {pairs} --tokens {tokens} "
+            f"--seed {seed}" + (f" --scaling {scaling}" if scaling == "delayed" else "")
+        ),
+    }
+
+
+def _model_section(model, config, model_dir):
+    return {
+        "name": MODEL_NAME,
+        "source_package": MODEL_PACKAGE,
+        "source_package_version": _version(MODEL_PACKAGE),
+        "weights_sha256": _sha256_file(model_dir / "model.safetensors"),
+        "architecture": config.architectures[0] if config.architectures else "BertModel",
+        "num_layers": config.num_hidden_layers,
+        "hidden_size": config.hidden_size,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": config.hidden_act,
+        "attn_implementation": getattr(config, "_attn_implementation", None),
+        "pooling": "mean over real tokens, then L2 normalise",
+        "max_seq_length": int(model.max_seq_length),
+    }
+
+
+def _software_section(torch):
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": _version("transformers"),
+        "sentence_transformers": _version("sentence-transformers"),
+        "numpy": np.__version__,
+        "ml_dtypes": _version("ml_dtypes"),
+    }
+
+
+def _text_section(all_pairs, all_sources, *, steps, pairs):
+    return {
+        "source": (
+            "English prose shipped with CPython: the Zen of Python (module `this`, "
+            "rot13-decoded; aphorisms paired in order) followed by Python Language "
+            "Reference chapters as stored in pydoc_data.topics (topics read in order: "
+            + ", ".join(REFERENCE_TOPICS) + ", then every other topic in sorted key "
+            "order); consecutive sentences (5-40 words) of one prose paragraph form an "
+            "(anchor, positive) pair; duplicate sentences dropped"
+        ),
+        "split": (
+            "pairs taken in that order; step s gets pairs s*pairs_per_step .. "
+            "(s+1)*pairs_per_step - 1, so the steps' texts are disjoint"
+        ),
+        "python_version": platform.python_version(),
+        "steps": steps,
+        "pairs_per_step": pairs,
+        "pairs": len(all_pairs),
+        "sentences": 2 * len(all_pairs),
+        "sources": sorted(set(all_sources), key=all_sources.index),
+        "sha256": _corpus_sha256(all_pairs),
+        "sha256_of": (
+            "UTF-8 of 'anchor<TAB>positive' lines joined by newlines (all steps here; "
+            "one step's pairs for steps[].text_sha256)"
+        ),
+    }
+
+
+def _training_section(*, steps, seed):
+    return {
+        "mode": "train (dropout p=0.1 active, seeded once before step 0)",
+        "loss": "sentence_transformers.losses.MultipleNegativesRankingLoss",
+        "loss_config": {
+            "scale": LOSS_SCALE,
+            "similarity": "cos_sim",
+            "directions": ["query_to_doc"],
+            "negatives": "in-batch",
+        },
+        "batch": "anchors (pairs 0..n-1) then positives (pairs 0..n-1), one merged batch",
+        "optimizer": "torch.optim.AdamW (one instance; state carries over between steps)",
+        "optimizer_config": {
+            "lr": LEARNING_RATE,
+            "betas": [0.9, 0.999],
+            "eps": 1e-8,
+            "weight_decay": 0.01,
+        },
+        "optimizer_steps": steps,
+        "seed": seed,
+        "determinism": (
+            "torch.manual_seed(seed) once, torch.set_num_threads(1), "
+            "torch.use_deterministic_algorithms(True), CPU"
+        ),
+    }
+
+
+def _tensors_section(*, steps, layers, delayed):
+    return {
+        "naming": FILE_NAME,
+        "steps": list(range(steps)),
+        "layers": list(range(layers)),
+        "kinds": {
+            "ffn1_act": "input of encoder.layer[l].intermediate.dense (FFN first linear)",
+            "ffn2_act": "input of encoder.layer[l].output.dense (FFN second linear, post-GELU)",
+            "ffn1_grad": "d loss / d input of the FFN first linear, as that linear sends it "
+            "back (dgrad; excludes the residual path)",
+            "ffn2_grad": "d loss / d input of the FFN second linear",
+        },
+        "encoding": (
+            (
+                "per step and tensor: delayed scaling (Transformer Engine recipe), "
+                "scale = 448 / max(amax of the tensor's steps 0..s-1), step 0 by its own "
+                "amax; each amax over all real tokens of its step; scaled values clipped "
+                "to +-448, then cast to ml_dtypes float8_e4m3fn (round-to-nearest-even); "
+                "then the kept token rows"
+            )
+            if delayed
+            else (
+                "per step and tensor: amax over all real tokens of that step scaled to 448, "
+                "cast by linkcodec.golden.formats.to_e4m3_bits (ml_dtypes float8_e4m3fn, "
+                "round-to-nearest-even); then the kept token rows"
+            )
+        ),
+        "token_selection": (
+            "numpy.random.default_rng([seed, step]).choice(real_tokens, tokens_kept, "
+            "replace=False), sorted; the same tokens in every file of a step"
+        ),
+        "layout": "2-D uint8 [tokens, features], row-major; one row per token",
+        "padding": "excluded (attention mask) from both the amax and the stored rows",
+    }
+
+
+def _scaling_section(scaling, files):
+    return {
+        "mode": scaling,
+        "recipe": (
+            "Transformer Engine delayed scaling: amax_compute_algo 'max' over the whole "
+            "history of earlier steps (amax_history_len >= steps), margin 0, "
+            "scale = 448 / max(amax of steps 0..s-1); step 0 uses its own amax"
+        ),
+        "saturation": "scaled values beyond +-448 are clipped to +-448 before the cast",
+        "saturated_values": sum(f["saturated"] for f in files),
+        "saturated_values_kept": sum(f["saturated_kept"] for f in files),
+        "saturated_of": (
+            "files[].saturated counts the step's real tokens (the whole cast tensor); "
+            "files[].saturated_kept counts the stored rows"
+        ),
+    }
 
 
 # --------------------------------------------------------------------------------------
