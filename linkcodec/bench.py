@@ -53,7 +53,7 @@ def add_arguments(parser):
 
 def hardware_rows(lanes_list, *, kind="ffn2_act", layer=3):
     from .golden.qlc import QlcCode
-    from .sim.harness import run_qlc
+    from .sim.harness import run_frames
 
     path = bundled_files(kind, layers=[layer])[0]
     symbols = np.load(path).reshape(-1)
@@ -61,7 +61,7 @@ def hardware_rows(lanes_list, *, kind="ffn2_act", layer=3):
     rows = []
     for block in ("qlc-encoder", "qlc-decoder"):
         for lanes in lanes_list:
-            result = run_qlc(block, [symbols], lanes=lanes, code=code, seed=1)
+            result = run_frames(block, [symbols], lanes=lanes, tables=code, seed=1)
             rows.append({
                 "block": block, "lanes": lanes, "file": path.name,
                 "word_width": result["word_width"], "symbols": result["symbols"],

@@ -38,7 +38,7 @@ def _qlc_code(symbol_arrays, layout_name, codebook=None):
 
 def cmd_sim(args):
     from .inputs import read_e4m3_shards
-    from .sim.harness import run_qlc
+    from .sim.harness import run_frames
 
     shards = read_e4m3_shards(args.files)
     arrays = [shard.symbols for shard in shards]
@@ -48,9 +48,9 @@ def cmd_sim(args):
 
         codebook = HuffmanCodebook.load(args.codebook)
     code = _qlc_code(arrays, args.layout, codebook)
-    result = run_qlc(args.block, arrays, lanes=args.lanes, code=code,
-                     word_width=args.word_width, idle=args.idle, stall=args.stall,
-                     seed=args.seed)
+    result = run_frames(args.block, arrays, lanes=args.lanes, tables=code,
+                        word_width=args.word_width, idle=args.idle, stall=args.stall,
+                        seed=args.seed)
     report = {
         "block": result["block"],
         "lanes": result["lanes"],
@@ -177,6 +177,13 @@ def build_parser():
     demo = commands.add_parser("demo", help="compress the bundled real tensors and simulate")
     demo.add_argument("--lanes", type=int, default=4, choices=[1, 2, 4, 8])
     demo.set_defaults(func=cmd_demo)
+
+    from . import generate as generate_module
+    generate = commands.add_parser(
+        "generate", help="write a block's Verilog (and its lint waivers) for your flow",
+        description=generate_module.__doc__.split("\n\n", 1)[1])
+    generate_module.add_arguments(generate)
+    generate.set_defaults(func=generate_module.run)
 
     bench = commands.add_parser("bench", help="measure the figures quoted in the docs")
     from . import bench as bench_module
