@@ -5,7 +5,7 @@ is always the register's most significant bit, which is the bit order of
 ``docs/bitstream.md``.
 """
 
-from amaranth.hdl import Module, Signal, Const, Mux, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -87,8 +87,10 @@ class BitPacker(wiring.Component):
             m.d.comb += [kept.eq(buffer), kept_fill.eq(fill)]
 
         with m.If(self.i.valid & self.i.ready):
+            # Every bit of `aligned` is driven (zeros below the chunk), so the Verilog has
+            # no partial assignment for an event-driven simulator to leave at X.
             aligned = Signal(depth)
-            m.d.comb += aligned[depth - C:].eq(self.i.payload.bits)
+            m.d.comb += aligned.eq(Cat(Const(0, depth - C), self.i.payload.bits))
             m.d.sync += [
                 buffer.eq(kept | (aligned >> kept_fill)[:depth]),
                 fill.eq(kept_fill + self.i.payload.length),
@@ -179,7 +181,7 @@ class BitUnpacker(wiring.Component):
                 m.d.sync += dropping.eq(0)
         with m.Elif(taken):
             aligned = Signal(depth)
-            m.d.comb += aligned[depth - W:].eq(self.i.payload.data)
+            m.d.comb += aligned.eq(Cat(Const(0, depth - W), self.i.payload.data))
             # Bits past the word's count are pad: mask them so they never reach a decoder.
             m.d.sync += [
                 buffer.eq(kept | (self._masked(m, aligned, bits, depth) >> kept_fill)[:depth]),

@@ -180,7 +180,10 @@ class QlcEncoder(_QlcBlock):
             m.d.sync += [beat_valid.eq(self.i.valid), beat.eq(self.i.payload)]
 
         count = Signal(range(lanes + 1))
-        m.d.comb += count.eq(Mux(beat.count > lanes, lanes, beat.count))
+        if lanes > 1:
+            m.d.comb += count.eq(Mux(beat.count > lanes, lanes, beat.count))
+        else:                   # a 1-bit count cannot exceed one lane
+            m.d.comb += count.eq(beat.count)
 
         chunk = 0
         offset = 0

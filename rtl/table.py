@@ -59,7 +59,9 @@ class _Loaded(wiring.Component):
     def _write(self):
         """``(enable, index, data)`` of a config write that hits this table."""
         addr = self.config.payload.addr
-        hit = self.config.valid & (addr >= self._base) & (addr < self._base + self._depth)
+        hit = self.config.valid & (addr < self._base + self._depth)
+        if self._base:                     # (addr >= 0 would be a constant comparison)
+            hit &= addr >= self._base
         index = (addr - self._base)[:max(1, (self._depth - 1).bit_length())]
         return hit, index, self.config.payload.data
 
