@@ -72,8 +72,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from importlib import metadata, util
 from pathlib import Path
 
-__all__ = ["ecp5", "gates_nand2", "tool_versions", "nand2_equivalent", "ToolError",
-           "NAND2_WEIGHTS", "DEVICES"]
+__all__ = ["DEVICES", "NAND2_WEIGHTS", "ToolError", "ecp5", "gates_nand2", "nand2_equivalent",
+           "tool_versions"]
 
 #: Bumped when a flow's script or parsing changes, so old cached results are not reused.
 FLOW_VERSION = 1
@@ -338,7 +338,7 @@ def _run(tool, args, *, cwd, log):
     _, module, function = _TOOLS[tool]
     code = f"import sys, {module}; sys.exit({module}.{function}(sys.argv[1:]))"
     with open(log, "w") as out:
-        completed = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd,
+        completed = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, check=False,
                                    stdin=subprocess.DEVNULL, stdout=out,
                                    stderr=subprocess.STDOUT)
     if completed.returncode != 0:

@@ -56,7 +56,7 @@ def block_build(tmp_path_factory):
     return tmp_path_factory.mktemp("build")
 
 
-def test_ecp5_and_gates_on_a_real_block(block_verilog, block_build):
+def test_ecp5_and_gates_on_a_real_block(block_verilog, block_build, capsys):
     tmp_path = block_build
     result = synth.ecp5([block_verilog], "table_counter", build_dir=tmp_path)
     assert result["luts"] > 0 and result["ffs"] >= 16
@@ -68,6 +68,8 @@ def test_ecp5_and_gates_on_a_real_block(block_verilog, block_build):
     run_dir = Path(result["build_dir"])
     assert run_dir.parent == tmp_path and (run_dir / "yosys.log").exists()
     assert list(run_dir.glob("pnr-85k-s6-f100-seed1-*/report.json"))
+    synth.ecp5([block_verilog], "table_counter", build_dir=tmp_path, progress=True)
+    assert "ecp5 table_counter" in capsys.readouterr().err    # the progress bar
 
     gates = synth.gates_nand2([block_verilog], "table_counter", build_dir=tmp_path)
     # The table is counted as flip-flops: 16 x 8 bits, beside the counter and output.
@@ -148,8 +150,10 @@ def test_table_memory_counts_as_flip_flops(tmp_path):
 
 
 def test_failing_tool_names_its_log(tmp_path):
-    broken = _write(tmp_path / "broken.v", "module top(input a, output y)\n  assign y = a;\nendmodule\n")
-    with pytest.raises(synth.ToolError, match=r"yosys failed \(exit code 1\); see its log: ") as info:
+    broken = _write(tmp_path / "broken.v",
+                    "module top(input a, output y)\n  assign y = a;\nendmodule\n")   # no ';'
+    with pytest.raises(synth.ToolError,
+                       match=r"yosys failed \(exit code 1\); see its log: ") as info:
         synth.gates_nand2([broken], "top", build_dir=tmp_path)
     assert isinstance(info.value, RuntimeError)
     assert info.value.log.is_file() and str(info.value.log) in str(info.value)
