@@ -185,6 +185,13 @@ def build_parser():
     generate_module.add_arguments(generate)
     generate.set_defaults(func=generate_module.run)
 
+    from . import report as report_module
+    report = commands.add_parser(
+        "report", help="symbols per second and area: synthesis for ECP5 and gates",
+        description=report_module.__doc__.split("\n\n", 1)[1])
+    report_module.add_arguments(report)
+    report.set_defaults(func=report_module.run)
+
     bench = commands.add_parser("bench", help="measure the figures quoted in the docs")
     from . import bench as bench_module
     bench_module.add_arguments(bench)

