@@ -70,20 +70,30 @@ class ConfigTable(_Loaded):
     """A ``depth``-entry table of ``shape``, read by ``read_ports`` lanes each cycle.
 
     Ports: ``config`` (:func:`config_listener`), ``read`` (an array of ``read_ports``
-    ports, each ``addr`` in and ``data`` out, asynchronous: ``data`` follows ``addr``
-    in the same cycle). A write to address ``base + index`` sets entry ``index`` to the
-    low bits of ``data`` at the next clock edge; a read in the same cycle returns the old
-    entry.
+    ports, each ``addr`` in and ``data`` out). With ``registered=False`` a read is
+    asynchronous: ``data`` follows ``addr`` in the same cycle. With ``registered=True``
+    ``data`` is the entry at the ``addr`` of the previous cycle in which ``en`` was high
+    (a block RAM's registered read; ``en`` low holds ``data``). A write to address
+    ``base + index`` sets entry ``index`` to the low bits of ``data`` at the next clock
+    edge; a read in the same cycle returns the old entry.
     """
 
-    def __init__(self, *, shape, depth, init, read_ports, config_layout, base=0):
+    def __init__(self, *, shape, depth, init, read_ports, config_layout, base=0,
+                 registered=False):
         init = _check_table(depth, base, init)
         if not isinstance(read_ports, int) or read_ports < 1:
             raise ValueError(f"read_ports must be a positive integer, not {read_ports!r}")
-        self._shape, self._init = shape, init
-        read = wiring.Signature({"addr": In(range(depth)), "data": Out(shape)})
+        self._shape, self._init, self._registered = shape, init, bool(registered)
+        members = {"addr": In(range(depth)), "data": Out(shape)}
+        if self._registered:
+            members["en"] = In(1, init=1)
+        read = wiring.Signature(members)
         super().__init__({"read": Out(read).array(read_ports)},
                          config_layout=config_layout, base=base, depth=depth)
+
+    @property
+    def registered(self):
+        return self._registered
 
     def elaborate(self, platform):
         m = Module()
@@ -93,7 +103,11 @@ class ConfigTable(_Loaded):
         enable, index, value = self._write()
         m.d.comb += [write.en.eq(enable), write.addr.eq(index), write.data.eq(value)]
         for port in self.read:
-            read = memory.read_port(domain="comb")
+            if self._registered:
+                read = memory.read_port(domain="sync", transparent_for=())
+                m.d.comb += read.en.eq(port.en)
+            else:
+                read = memory.read_port(domain="comb")
             m.d.comb += [read.addr.eq(port.addr), port.data.eq(read.data)]
         return m
 
