@@ -51,25 +51,22 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def hardware_rows(lanes_list, *, kind="ffn2_act", layer=3):
-    from .golden.qlc import QlcCode
-    from .sim.harness import run_frames
+def hardware_rows(lanes_list):
+    """Every block of the harness at each lane count: :func:`linkcodec.hardware.throughput`
+    (``minilm_l3_ffn2_act_s0.npy``, optimal layout loaded at run time, no stalls)."""
+    from .hardware import throughput
+    from .sim.blocks import BLOCKS
 
-    path = bundled_files(kind, layers=[layer])[0]
-    symbols = np.load(path).reshape(-1)
-    code = QlcCode.from_pmf(np.bincount(symbols, minlength=256))
-    rows = []
-    for block in ("qlc-encoder", "qlc-decoder"):
-        for lanes in lanes_list:
-            result = run_frames(block, [symbols], lanes=lanes, tables=code, seed=1)
-            rows.append({
-                "block": block, "lanes": lanes, "file": path.name,
-                "word_width": result["word_width"], "symbols": result["symbols"],
-                "cycles": result["cycles"],
-                "symbols_per_cycle": round(result["symbols_per_cycle"], 4),
-                "bit_exact": result["bit_exact"],
-            })
-    return rows
+    return [throughput(block, lanes) for block in BLOCKS for lanes in lanes_list]
+
+
+def _frame_bits(code, symbols):
+    """Bits per symbol of ``symbols`` coded by ``code`` (a QLC code or a Huffman
+    codebook): the true length of the frame, which must decode back to ``symbols``."""
+    data, nbits = code.encode(symbols)
+    if not np.array_equal(code.decode(data, nbits), symbols):
+        raise RuntimeError(f"a frame of {type(code).__name__} did not round-trip")
+    return nbits / symbols.size
 
 
 def single_stage_rows(kinds=KINDS):
@@ -80,12 +77,6 @@ def single_stage_rows(kinds=KINDS):
     from .golden.formats import compressibility
     from .golden.huffman import (HuffmanCodebook, average_pmf, per_shard_huffman_bits,
                                  shannon_bits)
-
-    def fixed(book, symbols):
-        data, nbits = book.encode(symbols)
-        if not np.array_equal(book.decode(data, nbits), symbols):
-            raise RuntimeError("a fixed-codebook frame did not round-trip")
-        return nbits / symbols.size
 
     rows = []
     for kind in kinds:
@@ -106,13 +97,13 @@ def single_stage_rows(kinds=KINDS):
                 "scale_change": round(max(abs(s / scales[3] - 1) for s in scales[:3]), 4),
                 "shannon": compressibility(shannon_bits(late)),
                 "huffman": compressibility(per_shard_huffman_bits(late)),
-                "fixed_earlier_steps": compressibility(fixed(HuffmanCodebook.from_pmf(pmf),
-                                                             late)),
-                "fixed_at_scale": compressibility(fixed(at_scale, late)),
+                "fixed_earlier_steps": compressibility(
+                    _frame_bits(HuffmanCodebook.from_pmf(pmf), late)),
+                "fixed_at_scale": compressibility(_frame_bits(at_scale, late)),
                 "build_ms_at_scale": round(build_ms, 2),
                 "unseen_percent": 100 * float(np.isin(late, np.flatnonzero(pmf == 0)).mean()),
                 "fixed_other_layers": compressibility(
-                    fixed(HuffmanCodebook.from_batches(others), late)),
+                    _frame_bits(HuffmanCodebook.from_batches(others), late)),
             })
     return rows
 
