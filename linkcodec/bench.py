@@ -14,22 +14,37 @@ Sections:
 - ``--data``: the bundled sample's steps and files, from its ``manifest.json`` and bytes;
 - ``--analyze``: ``linkcodec analyze`` on each (layer, kind) group of bundled tensors,
   whose 4 files are 4 consecutive training steps: the fixed codebook of each step comes
-  from the other steps (leave-one-out).
+  from the other steps (leave-one-out);
+- ``--codecs``: every codec measured the same way, single-stage as a link runs (step 3
+  of each layer and kind coded with a code from its steps 0-2), beside the per-shard
+  figures, Shannon and zstd -19, per tensor class and per layer;
+- ``--synthesis``: ``linkcodec report`` on every block at each ``--lanes``: symbols per
+  cycle, ECP5 Fmax, LUTs and FFs, NAND2 gates, Msymbols/s.
 
-With no section flag, all run.
+With no section flag, all run. The ``--codecs`` and ``--synthesis`` sections also write
+their part of the results page (``--results``, default ``docs/results.md``) and its plots:
+each part sits between its own HTML comment markers, so either flag rewrites its part
+alone and leaves the rest of the page as it is.
 """
 
 import json
+import sys
 import time
 import zlib
+from pathlib import Path
 
 import numpy as np
 
-from .bundled import (DATA_DIR, KINDS, LAYERS, bundled_files, bundled_scale, manifest,
-                      tensor_kind)
+from .bundled import (DATA_DIR, KINDS, LAYERS, STEPS, bundled_files, bundled_scale,
+                      manifest, tensor_kind)
 from .tables import class_table, format_table, markdown_table
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["CODECS", "PARTS", "RESULTS_PATH", "add_arguments", "codec_classes", "codec_rows",
+           "hardware_rows", "replace_part", "run", "synthesis_rows", "write_results"]
+
+#: The results page: ``docs/results.md`` of the repository this package is installed from
+#: (editable install: the package folder sits in the repository).
+RESULTS_PATH = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 
 
 def add_arguments(parser):
@@ -47,7 +62,17 @@ def add_arguments(parser):
                         help="the bundled sample's steps and per-kind file summary")
     parser.add_argument("--analyze", action="store_true",
                         help="analyze every (layer, kind) group of bundled tensors")
-    parser.add_argument("--lanes", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--codecs", action="store_true",
+                        help="every codec single-stage vs per-shard, Shannon and zstd, per "
+                             "class and layer; rewrites that part of the results page")
+    parser.add_argument("--synthesis", action="store_true",
+                        help="ECP5 and gate-count synthesis of every block at --lanes; "
+                             "rewrites that part of the results page")
+    parser.add_argument("--lanes", type=int, nargs="+", default=[1, 2, 4, 8],
+                        help="lane counts of --hardware and --synthesis (default 1 2 4 8)")
+    parser.add_argument("--results", type=Path, default=RESULTS_PATH, metavar="PATH",
+                        help="the results page --codecs and --synthesis write "
+                             "(default: docs/results.md of the repository)")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -58,6 +83,27 @@ def hardware_rows(lanes_list):
     from .sim.blocks import BLOCKS
 
     return [throughput(block, lanes) for block in BLOCKS for lanes in lanes_list]
+
+
+def synthesis_rows(lanes_list, *, progress=True):
+    """Every block of the harness at each lane count: :func:`linkcodec.hardware.report_row`
+    with its defaults (ECP5-85k speed 6, out of context, 100 MHz target, nextpnr seed 1),
+    the entries ``linkcodec report --json`` prints."""
+    from tqdm import tqdm
+
+    from .hardware import report_row
+    from .sim.blocks import BLOCKS
+
+    cases = [(block, lanes) for block in BLOCKS for lanes in lanes_list]
+    for block, lanes in cases:
+        BLOCKS[block].check_lanes(lanes)
+    rows = []
+    with tqdm(cases, desc="synthesis", unit="block", disable=None if progress else True) \
+            as bar:
+        for block, lanes in bar:
+            bar.set_postfix_str(f"{block} x{lanes}")
+            rows.append(report_row(block, lanes))
+    return rows
 
 
 def _frame_bits(code, symbols):
@@ -106,6 +152,113 @@ def single_stage_rows(kinds=KINDS):
                     _frame_bits(HuffmanCodebook.from_batches(others), late)),
             })
     return rows
+
+
+#: The codecs of :func:`codec_rows`, in the order tables and plots show them: (key, title).
+CODECS = (
+    ("qlc_single_stage", "QLC, code from steps 0-2"),
+    ("huffman_single_stage", "Huffman, codebook from steps 0-2"),
+    ("huffman_at_scale", "Huffman, steps 0-2 at step 3's scale"),
+    ("qlc_per_shard", "QLC per-shard"),
+    ("huffman_per_shard", "Huffman per-shard"),
+    ("shannon", "Shannon"),
+    ("zstd_19", "zstd -19"),
+)
+
+
+def codec_rows(kinds=KINDS):
+    """Per (kind, layer): the compressibility (1 - bits/8) of step 3 under every codec,
+    each measured the same way, single-stage as a link runs: the code is built from steps
+    0-2 of the same layer and kind, then codes step 3.
+
+    - ``qlc_single_stage``: QLC, optimal layout and ranks from the average PMF of steps 0-2;
+    - ``huffman_single_stage``: the Huffman codebook from steps 0-2 as built
+      (``HuffmanCodebook.from_batches``), and ``huffman_at_scale`` the one that follows the
+      scale (``from_batches`` with the steps' scales and step 3's): the
+      :func:`single_stage_rows` figures;
+    - beside them the two-pass figures of step 3 alone: ``qlc_per_shard`` (optimal layout
+      from step 3's own PMF), ``huffman_per_shard`` (its own optimal code; the table sent
+      with it is not counted), ``shannon`` (order-0 entropy) and ``zstd_19`` (the whole
+      zstd frame of step 3's raw bytes at level 19).
+
+    Every QLC and fixed Huffman figure is the length of a frame that was encoded and
+    decoded back; the per-shard Huffman figure is its code's exact bit count."""
+    import zstandard
+
+    from .golden.formats import compressibility
+    from .golden.huffman import average_pmf
+    from .golden.qlc import QlcCode
+
+    huffman = {(row["kind"], row["layer"]): row for row in single_stage_rows(kinds)}
+    zstd = zstandard.ZstdCompressor(level=19)
+    rows = []
+    for kind in kinds:
+        for layer in LAYERS:
+            steps = [np.load(path).reshape(-1)
+                     for path in bundled_files(kind, layers=[layer], steps=STEPS)]
+            late = steps[3]
+            earlier, _, _ = average_pmf(steps[:3])
+            single = huffman[kind, layer]
+            rows.append({
+                "kind": kind, "layer": layer, "symbols": int(late.size),
+                "qlc_single_stage": compressibility(
+                    _frame_bits(QlcCode.from_pmf(earlier), late)),
+                "huffman_single_stage": single["fixed_earlier_steps"],
+                "huffman_at_scale": single["fixed_at_scale"],
+                "qlc_per_shard": compressibility(
+                    _frame_bits(QlcCode.from_pmf(np.bincount(late, minlength=256)), late)),
+                "huffman_per_shard": single["huffman"],
+                "shannon": single["shannon"],
+                "zstd_19": compressibility(8 * len(zstd.compress(late.tobytes())) / late.size),
+            })
+    return rows
+
+
+def codec_classes(rows):
+    """:func:`codec_rows` per kind, weighted by each layer's symbols (so each figure is
+    that of all the kind's step-3 frames together), with ``qlc_share``: QLC's single-stage
+    saving as a fraction of Huffman's, both with codes from steps 0-2 as built."""
+    classes = []
+    for kind in dict.fromkeys(row["kind"] for row in rows):
+        own = [row for row in rows if row["kind"] == kind]
+        symbols = sum(row["symbols"] for row in own)
+        entry = {"kind": kind, "layers": len(own), "symbols": symbols}
+        for key, _ in CODECS:
+            entry[key] = sum(row[key] * row["symbols"] for row in own) / symbols
+        entry["qlc_share"] = entry["qlc_single_stage"] / entry["huffman_single_stage"]
+        classes.append(entry)
+    return classes
+
+
+def render_codec_classes(classes):
+    """Per tensor class: every codec's compressibility in %, and QLC's share of Huffman's
+    single-stage saving."""
+    return markdown_table(
+        ["tensor class", "symbols"] + [title for _, title in CODECS]
+        + ["QLC / Huffman saving"],
+        [[entry["kind"], f"{entry['symbols']:,}"]
+         + [f"{100 * entry[key]:.1f}" for key, _ in CODECS]
+         + [f"{entry['qlc_share']:.0%}"] for entry in classes])
+
+
+def render_codec_layers(rows):
+    return markdown_table(
+        ["kind", "layer", "symbols"] + [title for _, title in CODECS],
+        [[row["kind"], str(row["layer"]), f"{row['symbols']:,}"]
+         + [_points(row[key]) for key, _ in CODECS] for row in rows])
+
+
+def render_codecs(rows):
+    return (render_codec_classes(codec_classes(rows)) + "\n\nPer layer:\n\n"
+            + render_codec_layers(rows))
+
+
+def render_synthesis(rows):
+    from .report import render
+
+    tools = ", ".join(f"{name} {version}" for name, version in rows[0]["tools"].items())
+    return f"{rows[0]['device']}, out of context, 100 MHz target, seed 1; {tools}\n\n" \
+        + render(rows)
 
 
 def analyze_rows():
@@ -346,6 +499,164 @@ def render_data(section):
           f"{f['entropy_pooled']:.2f}"] for f in section["files"]], align="lrlllrr")
     return steps + "\n\n" + files
 
+# -- the results page ------------------------------------------------------------------
+
+#: The page's parts, in page order: each between ``<!-- NAME:begin -->`` and
+#: ``<!-- NAME:end -->``, written by the bench section of the same name.
+PARTS = ("synthesis", "codecs")
+
+_PAGE_HEAD = """# Results: throughput, area and compressibility
+
+This page is generated by `linkcodec bench` (`make bench`); do not edit it by hand.
+`linkcodec bench --synthesis [--lanes N...]` regenerates the hardware part alone and
+`linkcodec bench --codecs` the compressibility part alone; each leaves the rest of the
+page as it is. Every figure comes from the code and the bundled sample of this repository
+([data.md](data.md)).
+"""
+
+
+def _markers(name):
+    return f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+
+
+def _skeleton():
+    parts = [f"{begin}\n_Not generated yet: run `linkcodec bench --{name}`._\n{end}"
+             for name in PARTS for begin, end in [_markers(name)]]
+    return _PAGE_HEAD + "\n" + "\n\n".join(parts) + "\n"
+
+
+def replace_part(text, name, body):
+    """``text`` with what stands between ``name``'s markers replaced by ``body``."""
+    begin, end = _markers(name)
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        raise ValueError(f"the results page needs exactly one {begin} followed by one {end}; "
+                         f"restore them, or delete the page to have it written anew")
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    return f"{head}{begin}\n{body.strip()}\n{end}{tail}"
+
+
+def _plot_path(page, what):
+    return page.with_name(f"{page.stem}_{what}.png")
+
+
+def _lanes(count):
+    return f"{count} lane" + ("" if count == 1 else "s")
+
+
+def _best_by_block(rows):
+    """Per block, the lane counts with the most Msymbols/s and the most per 1,000 LUTs."""
+    lines = []
+    for block in dict.fromkeys(row["block"] for row in rows):
+        own = [row for row in rows if row["block"] == block and row["msymbols_per_s"]]
+        if not own:
+            continue
+        fastest = max(own, key=lambda row: row["msymbols_per_s"])
+        leanest = max(own, key=lambda row: row["msymbols_per_s"] / row["luts"])
+        lines.append(
+            f"- `{block}`: most Msymbols/s at {_lanes(fastest['lanes'])} "
+            f"({fastest['msymbols_per_s']:.1f} at {fastest['fmax_mhz']:.1f} MHz); most "
+            f"Msymbols/s per 1,000 LUTs at {_lanes(leanest['lanes'])} "
+            f"({1000 * leanest['msymbols_per_s'] / leanest['luts']:.1f}).")
+    return "\n".join(lines)
+
+
+def _synthesis_part(rows, page, lanes):
+    from .hardware import hardware_file
+    from .plot import plot_by_lanes
+    from .report import render
+
+    lanes_option = "" if lanes == [1, 2, 4, 8] else " --lanes " + " ".join(map(str, lanes))
+    tools = ", ".join(f"`{name}` {version}" for name, version in rows[0]["tools"].items())
+    device = rows[0]["device"]
+    msymbols = plot_by_lanes(rows, "msymbols_per_s", _plot_path(page, "msymbols"),
+                             ylabel="Msymbols/s (symbols/cycle x Fmax)",
+                             title=f"Throughput against lanes ({device}, seed 1)")
+    luts = plot_by_lanes(rows, "luts", _plot_path(page, "luts"), ylabel="LUTs (TRELLIS_COMB)",
+                         title=f"Area against lanes ({device})")
+    return f"""## Hardware: symbols per second and area per block and lanes
+
+Made by `linkcodec bench --synthesis{lanes_option}`, which runs `linkcodec report` on every
+block: the block's generated Verilog (`linkcodec generate`, default reset-time tables)
+through `synth_ecp5` and `nextpnr-ecp5` out of context, 100 MHz target, nextpnr seed 1,
+on the {device}; tools: {tools}.
+Fmax is nextpnr's achieved Fmax of the block's clock (placement noise moves it by 5-10 %
+from seed to seed; `linkcodec report --seeds N` gives the median). LUTs are
+`TRELLIS_COMB` cells, RAM cells `TRELLIS_RAMW` plus `DP16KD`. Gates are NAND2 equivalents
+from yosys' generic synthesis (weights in `linkcodec/synth.py`; tables counted as
+flip-flops). Symbols per cycle are simulated under Verilator on
+`{hardware_file().name}`, optimal layout loaded at run time, no stalls (the run of
+`linkcodec bench --hardware`); Msymbols/s = symbols/cycle x Fmax. Synthesis runs are
+cached by the hash of the Verilog: a first run takes minutes per block (the most at 8
+lanes), a re-run of unchanged blocks only simulates.
+
+{render(rows)}
+
+{_best_by_block(rows)}
+
+![Msymbols/s against lanes per block]({msymbols.name})
+
+![LUTs against lanes per block]({luts.name})"""
+
+
+def _share_sentence(classes):
+    shares = sorted(entry["qlc_share"] for entry in classes)
+    return (f"Measured this way, QLC keeps {shares[0]:.0%} to {shares[-1]:.0%} of Huffman's "
+            f"saving across the {len(classes)} classes.")
+
+
+def _codecs_part(rows, page):
+    from .plot import plot_compressibility
+
+    classes = codec_classes(rows)
+    bars = plot_compressibility(classes, CODECS, _plot_path(page, "compressibility"),
+                                title="Step 3 of every layer, per tensor class")
+    return f"""## Compressibility per codec and tensor class
+
+Made by `linkcodec bench --codecs`. Every codec is measured the same way, single-stage as a
+link runs: for each layer and kind of the bundled sample, step 3 is coded with a code built
+from steps 0-2 of the same layer and kind. QLC takes its layout and ranks from the average
+PMF of steps 0-2 (optimal layout); Huffman takes the codebook built from steps 0-2
+(`HuffmanCodebook.from_batches`), and, in a column of its own, the codebook that follows
+the e4m3 scale (the same steps' values cast at step 3's scale, `from_batches` with
+`scales`). Beside them, two-pass figures of step 3 alone: QLC and Huffman with codes from
+step 3's own PMF (the table sent with them is not counted), Shannon (order-0 entropy) and
+zstd level 19 on step 3's raw bytes. Every QLC and single-stage Huffman figure is the
+length of a frame that was encoded and decoded back.
+
+Compressibility in % (1 - bits/8). Per tensor class, over its 6 layers weighted by their
+sizes (all step-3 frames of the class together); "QLC / Huffman saving" is QLC's
+single-stage saving as a share of Huffman's, both with codes from steps 0-2 as built.
+{_share_sentence(classes)}
+
+{render_codec_classes(classes)}
+
+![Compressibility per codec and tensor class]({bars.name})
+
+Per layer, so the spread is visible. Where an activation tensor's e4m3 scale moved
+between steps, a code built from steps 0-2 as codes falls behind and the scale-following
+Huffman codebook makes up for it; on gradients following the scale does not help
+([huffman.md](huffman.md)):
+
+{render_codec_layers(rows)}"""
+
+
+def write_results(page=RESULTS_PATH, *, synthesis=None, codecs=None, lanes=(1, 2, 4, 8)):
+    """Rewrite the parts of the results page ``page`` whose rows are given, and their
+    plots beside it: ``synthesis`` (:func:`synthesis_rows` entries, at ``lanes``) and
+    ``codecs`` (:func:`codec_rows`). The rest of the page stays as it is; a page that does
+    not exist yet is started with every part marked "not generated yet". Returns the
+    page's path."""
+    page = Path(page)
+    text = page.read_text() if page.exists() else _skeleton()
+    if synthesis is not None:
+        text = replace_part(text, "synthesis", _synthesis_part(synthesis, page, list(lanes)))
+    if codecs is not None:
+        text = replace_part(text, "codecs", _codecs_part(codecs, page))
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(text)
+    return page
+
 
 #: (flag, title, compute(args), render(result)), in the order the sections print.
 SECTIONS = [
@@ -358,8 +669,12 @@ SECTIONS = [
     ("taco", "TACO front end", lambda args: taco_section(), render_taco),
     ("compression", "QLC compression on the bundled tensors",
      lambda args: class_table(), format_table),
+    ("codecs", "Compressibility per codec, single-stage", lambda args: codec_rows(),
+     render_codecs),
     ("hardware", "Cycles per symbol, no stalls", lambda args: hardware_rows(args.lanes),
      render_hardware),
+    ("synthesis", "Symbols per second and area", lambda args: synthesis_rows(args.lanes),
+     render_synthesis),
 ]
 
 
@@ -375,4 +690,10 @@ def run(args):
             print()
     if args.json:
         print(json.dumps(report, indent=2))
-    return 0 if all(row["bit_exact"] for row in report.get("hardware", [])) else 1
+    if "synthesis" in report or "codecs" in report:
+        page = write_results(args.results, synthesis=report.get("synthesis"),
+                             codecs=report.get("codecs"), lanes=args.lanes)
+        print(f"wrote {page} ({', '.join(part for part in PARTS if part in report)})",
+              file=sys.stderr)
+    rows = report.get("hardware", []) + report.get("synthesis", [])
+    return 0 if all(row["bit_exact"] for row in rows) else 1

