@@ -5,37 +5,24 @@ Every figure comes from the same functions as ``linkcodec bench``.
 
 import time
 
-from .bench import hardware_rows, single_stage_rows
-from .bundled import KINDS
-from .golden.formats import compressibility
-from .tables import class_table, format_table, markdown_table
+from .bench import codec_classes, codec_rows, hardware_rows
+from .tables import markdown_table
 
-__all__ = ["run_demo", "single_stage_table"]
+__all__ = ["codec_table", "run_demo"]
 
 
-def single_stage_table():
-    """Per tensor class, over its 6 layers: step 3 under a Huffman code built from step 3
-    itself and under codebooks built from steps 0-2, as codes and carried to step 3's
-    scale (``bench --single-stage`` rows)."""
-    rows = single_stage_rows(KINDS)
-    cells = []
-    for kind in KINDS:
-        own = [row for row in rows if row["kind"] == kind]
-        count = sum(row["symbols"] for row in own)
-
-        def bits(key):  # compressibility to bits/symbol, weighted by each layer's symbols
-            return sum(8 * (1 - row[key]) * row["symbols"] for row in own) / count
-
-        def gaps(key):
-            return [100 * (row["huffman"] - row[key]) for row in own]
-
-        huffman = bits("huffman")
-        cells.append([kind, f"{huffman:.3f} b ({compressibility(huffman):.1%})"] + [
-            f"{bits(key):.3f} b, gap {max(gaps(key)):.2f}"
-            for key in ("fixed_earlier_steps", "fixed_at_scale")])
-    return markdown_table(["tensor class", "Huffman from step 3 itself",
-                           "codebook from steps 0-2 (worst layer's gap, points)",
-                           "same, carried to step 3's scale"], cells)
+def codec_table():
+    """Per tensor class: step 3 of each layer coded single-stage, with a code built from
+    steps 0-2 of the same layer (``bench --codecs``), by QLC and by Huffman (as codes, and
+    carried to step 3's scale), beside per-shard Huffman and Shannon; compressibility in %."""
+    columns = (("qlc_single_stage", "QLC"), ("huffman_single_stage", "Huffman"),
+               ("huffman_at_scale", "Huffman at scale"),
+               ("huffman_per_shard", "per-shard Huffman"), ("shannon", "Shannon"))
+    return markdown_table(
+        ["tensor class", "symbols"] + [title for _, title in columns] + ["QLC / Huffman"],
+        [[entry["kind"], str(entry["symbols"])]
+         + [f"{100 * entry[key]:.1f}" for key, _ in columns] + [f"{entry['qlc_share']:.0%}"]
+         for entry in codec_classes(codec_rows())])
 
 
 def run_demo(*, lanes=4):
@@ -44,13 +31,13 @@ def run_demo(*, lanes=4):
     print("activations and gradients of all 6 layers, e4m3 with per-tensor amax scaling")
     print("(docs/data.md)\n")
 
-    print("QLC, golden model (bits/symbol; compressibility = 1 - bits/8 in brackets):")
-    print(format_table(class_table()))
-    print("\nSingle-stage Huffman: each layer's step 3 coded with a codebook built from its")
-    print("steps 0-2 (nothing sent per batch), against a Huffman code built from step 3 itself.")
-    print("Carried to step 3's amax scale, the codebook stays within 0.5 points on every")
-    print("activation tensor; on gradients neither way holds on every layer (docs/huffman.md):")
-    print(single_stage_table())
+    print("Compressibility in % (1 - bits/8) of step 3 of every layer, coded single-stage as")
+    print("a link runs: with a code built from steps 0-2 of the same layer and kind, nothing")
+    print("sent per batch. QLC: optimal layout and ranks from those steps; Huffman: their")
+    print("codebook as built, and carried to step 3's e4m3 scale. Per-shard Huffman and")
+    print("Shannon use step 3's own PMF. \"QLC / Huffman\": QLC's saving as a share of")
+    print("Huffman's, both from steps 0-2 (docs/results.md, `linkcodec bench --codecs`):")
+    print(codec_table())
 
     start = time.monotonic()
     rows = hardware_rows([lanes])
@@ -63,5 +50,6 @@ def run_demo(*, lanes=4):
               f"({row['symbols_per_cycle'] / lanes:.1%} of {lanes}), "
               f"{row['word_width']}-bit words, bit-exact: "
               f"{'yes' if row['bit_exact'] else 'NO'}")
-    print("\nMore: `linkcodec sim --help`, `linkcodec bench`, docs/.")
+    print("\nMore: docs/results.md (throughput, area, every codec), `linkcodec sim --help`,")
+    print("`linkcodec bench`, docs/.")
     return 0 if all(row["bit_exact"] for row in rows) else 1
