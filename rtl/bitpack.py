@@ -29,13 +29,29 @@ class BitPacker(wiring.Component):
     Takes one chunk per cycle and emits one word per cycle. A full word is only sent once
     at least one more bit (or the frame end) has arrived, so the word that ends a frame
     always carries ``last`` with ``bits`` in 1..``word_width`` (0 for an empty frame).
-    After the chunk with ``last`` the packer drains the frame before it takes the next
-    chunk, so every frame starts on a word boundary; zero bits pad the last word.
+    Every frame starts on a word boundary; zero bits pad its last word. The next frame's
+    chunks follow at once: no cycle is lost between frames.
 
-    Latency: a chunk's first bit leaves in the word sent no earlier than the cycle after
-    the chunk is taken. Throughput: one chunk per cycle as long as chunks average at most
-    ``word_width`` bits. Under backpressure on ``o`` the buffer (``2 * word_width +
-    chunk_width`` bits) fills and ``i.ready`` falls; no bit is lost.
+    The one recurrence is ``fill``, the number of bits (0..``word_width``) in the open
+    word, the word the next chunk starts in (a full word waits there until more bits or
+    the frame end arrive). It follows the chunk lengths alone, never the backpressure, so
+    each chunk's alignment is known when it is taken. Two register stages, which move
+    together while ``i.ready`` is high:
+
+    1. the chunk is shifted right by ``fill`` into a window of :attr:`window_words` words
+       whose first word is the open word; how many words it completes is counted beside
+       it, and ``fill`` steps on;
+    2. the window's first word is ORed into the open word, and the words the chunk
+       completes go, all at once, into a queue of :attr:`queue_depth` words whose head
+       is ``o``.
+
+    ``i.ready`` is a register. It stays high while the queue has room for the words of
+    the chunk that stage 2 takes next, counting no word that may leave, so it never
+    depends on ``o.ready``; under backpressure the queue fills, ``i.ready`` falls, both
+    stages hold and nothing is lost.
+
+    Latency: 2 cycles from a chunk to the first word that can hold it, with no stalls.
+    Throughput: one chunk per cycle while chunks average at most ``word_width`` bits.
     """
 
     def __init__(self, *, chunk_width, word_width):
@@ -56,51 +72,112 @@ class BitPacker(wiring.Component):
     def word_width(self):
         return self._word_width
 
+    @property
+    def window_words(self):
+        """Words a chunk can touch: it starts anywhere in (or just after) the open word."""
+        return -(-(self._word_width + self._chunk_width) // self._word_width)
+
+    @property
+    def queue_depth(self):
+        """Words the output queue holds: a frame's last chunk may complete
+        :attr:`window_words` words at once, and one more keeps the stream moving."""
+        return self.window_words + 1
+
     def elaborate(self, platform):
         m = Module()
         W, C = self._word_width, self._chunk_width
-        depth = 2 * W + C
+        K, N = self.window_words, self.queue_depth
 
-        buffer = Signal(depth)            # bit `depth - 1` is the oldest bit
-        fill = Signal(range(depth + 1))
-        flushing = Signal()               # the frame's last chunk is in the buffer
+        step = Signal(init=1)             # both stages move (a register, see docstring)
+        m.d.comb += self.i.ready.eq(step)
 
-        m.d.comb += [
-            self.o.payload.data.eq(buffer[depth - W:]),
-            self.o.payload.last.eq(flushing & (fill <= W)),
-            self.o.payload.bits.eq(Mux(flushing & (fill <= W), fill, W)),
-            self.o.valid.eq((fill > W) | flushing),
-            # Taking a chunk needs room for the widest one; counting on the word that may
-            # leave this cycle would make i.ready depend on o.ready, which we avoid.
-            self.i.ready.eq(~flushing & (fill <= 2 * W)),
-        ]
+        # Stage 1: align the chunk at `fill`; count the words it completes.
+        fill = Signal(range(W + 1))
+        end = Signal(range(W + C + 1))    # where the chunk ends, in bits from the open word
+        m.d.comb += end.eq(fill + self.i.payload.length)
+        # A word is complete once a bit after it exists: floor((end - 1) / W) words.
+        full = Signal(range(K))
+        rest = Signal(range(W + 1))       # bits left in the new open word (0 only if end is)
+        full_value, rest_value = 0, end
+        for words in range(1, K):
+            beyond = end > words * W
+            full_value = Mux(beyond, words, full_value)
+            rest_value = Mux(beyond, end - words * W, rest_value)
+        m.d.comb += [full.eq(full_value), rest.eq(rest_value)]
+        taken = Signal(range(K + 1))      # words this chunk sends to the queue
+        m.d.comb += taken.eq(Mux(self.i.valid, full + self.i.payload.last, 0))
 
-        sent = Signal()
-        m.d.comb += sent.eq(self.o.valid & self.o.ready)
-        kept = Signal.like(buffer)
-        kept_fill = Signal.like(fill)
-        with m.If(sent & self.o.payload.last):
-            m.d.comb += [kept.eq(0), kept_fill.eq(0)]
-        with m.Elif(sent):
-            m.d.comb += [kept.eq(buffer << W), kept_fill.eq(fill - W)]
-        with m.Else():
-            m.d.comb += [kept.eq(buffer), kept_fill.eq(fill)]
-
-        with m.If(self.i.valid & self.i.ready):
-            # Every bit of `aligned` is driven (zeros below the chunk), so the Verilog has
-            # no partial assignment for an event-driven simulator to leave at X.
-            aligned = Signal(depth)
-            m.d.comb += aligned.eq(Cat(Const(0, depth - C), self.i.payload.bits))
+        window = Signal(K * W)            # bit K*W - 1 is the open word's first bit
+        window_valid = Signal()
+        window_words = Signal(range(K + 1))
+        window_last = Signal()
+        window_rest = Signal(range(W + 1))
+        with m.If(step):
+            aligned = Cat(Const(0, K * W - C), self.i.payload.bits)
             m.d.sync += [
-                buffer.eq(kept | (aligned >> kept_fill)[:depth]),
-                fill.eq(kept_fill + self.i.payload.length),
-                flushing.eq(self.i.payload.last),
+                window.eq(aligned >> fill),
+                window_valid.eq(self.i.valid),
+                window_words.eq(taken),
+                window_last.eq(self.i.payload.last),
+                window_rest.eq(rest),
             ]
-        with m.Else():
-            m.d.sync += [buffer.eq(kept), fill.eq(kept_fill)]
-            with m.If(sent & self.o.payload.last):
-                m.d.sync += flushing.eq(0)
+            with m.If(self.i.valid):
+                m.d.sync += fill.eq(Mux(self.i.payload.last, 0, rest))
 
+        # Stage 2: OR into the open word; queue the completed words.
+        open_word = Signal(W)
+        words = []
+        for index in range(K):
+            word = Signal(W, name=f"window_word{index}")
+            m.d.comb += word.eq(window[(K - 1 - index) * W:(K - index) * W])
+            words.append(word)
+        first = Signal(W)
+        m.d.comb += first.eq(open_word | words[0])
+        words[0] = first
+
+        queue = [Signal(word_layout(W), name=f"queue{slot}") for slot in range(N)]
+        count = Signal(range(N + 1))      # words in the queue
+        sent = Signal()
+        m.d.comb += [
+            sent.eq(self.o.valid & self.o.ready),
+            self.o.payload.eq(queue[0]),
+        ]
+        base = Signal(range(N + 1))       # the slot the chunk's first word goes to
+        m.d.comb += base.eq(count - sent)
+        pushed = Signal(range(K + 1))
+        m.d.comb += pushed.eq(Mux(step, window_words, 0))
+
+        for slot in range(N):
+            # Word `index` of the window lands in slot `base + index`.
+            for index in range(min(K, slot + 1)):
+                lands = step & (base == slot - index) & (window_words > index)
+                ends = window_last & (window_words == index + 1)
+                with (m.If if index == 0 else m.Elif)(lands):
+                    m.d.sync += [
+                        queue[slot].data.eq(words[index]),
+                        queue[slot].bits.eq(Mux(ends, window_rest, W)),
+                        queue[slot].last.eq(ends),
+                    ]
+            if slot + 1 < N:
+                with m.Elif(sent):
+                    m.d.sync += queue[slot].eq(queue[slot + 1])
+
+        # The open word is the first one the chunk leaves incomplete; a frame end closes it.
+        next_open = 0
+        for index in reversed(range(K)):
+            next_open = Mux(window_words == index, words[index], next_open)
+        with m.If(step & window_valid):
+            m.d.sync += open_word.eq(Mux(window_last, 0, next_open))
+
+        count_next = Signal(range(N + 1))
+        m.d.comb += count_next.eq(base + pushed)
+        upcoming = Signal(range(K + 1))   # what stage 2 would take next cycle
+        m.d.comb += upcoming.eq(Mux(step, taken, window_words))
+        m.d.sync += [
+            count.eq(count_next),
+            self.o.valid.eq(count_next != 0),
+            step.eq(count_next + upcoming <= N),
+        ]
         return m
 
 

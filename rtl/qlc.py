@@ -148,11 +148,28 @@ class QlcEncoder(_QlcBlock):
     is set, and may be empty: one beat with ``count = 0, last = 1``), ``o``
     (:func:`word_layout` words, see ``docs/bitstream.md``), ``i_config`` (table writes).
 
-    Latency 2 cycles from a beat to the first word that can hold it. Throughput ``lanes``
-    symbols a cycle while codes average at most ``word_width / lanes`` bits; between
-    frames, one idle cycle per word left to drain. Under backpressure on ``o`` the bit
-    buffer fills, then ``i.ready`` falls; nothing is lost. Every byte is a valid symbol;
-    a ``count`` above ``lanes`` is taken as ``lanes``.
+    A feed-forward pipeline in front of a :class:`~.bitpack.BitPacker`, every register
+    moving while the packer's registered ``i.ready`` is high:
+
+    1. the rank table is read (a registered read, a block RAM per lane) and its data
+       registered again, since a block RAM's data comes late in the cycle;
+    2. each lane subtracts every area's base from its rank at once: the borrows give the
+       area, the difference its suffix;
+    3. each lane's code is aligned to the top of 11 bits, with its length (0 for a lane
+       past ``count``);
+    4. the lanes' codes are concatenated in a tree, one register per level
+       (``log2(lanes)`` levels): a pair is the left code with the right one shifted right
+       by the left's length;
+    5. the packer aligns the chunk at its word offset and queues the words it completes.
+
+    Latency (cycles from an input transfer to the first output transfer that carries
+    something of it, with no stalls): :attr:`latency`, ``6 + log2(lanes)``, for a beat
+    whose bits complete a word or end the frame. Throughput ``lanes`` symbols a cycle
+    while codes average at most ``word_width / lanes`` bits; frames follow each other with
+    no idle cycle. Under
+    backpressure on ``o`` the packer's word queue fills, then ``i.ready`` falls and the
+    whole pipeline holds; nothing is lost, and ``i.ready`` never depends on ``o.ready``.
+    Every byte is a valid symbol; a ``count`` above ``lanes`` is taken as ``lanes``.
     """
 
     def __init__(self, *, lanes=1, word_width=None, code=None):
@@ -162,61 +179,126 @@ class QlcEncoder(_QlcBlock):
             "i_config": In(stream.Signature(config_layout)),
         }, lanes=lanes, word_width=word_width, code=code)
 
+    @property
+    def latency(self):
+        """Cycles from a beat that completes a word (or ends its frame) to that word."""
+        # read, rank, area, code, one per tree level, and the packer's two stages
+        return 6 + self._lanes.bit_length() - 1
+
+    def _registered_tables(self, m):
+        """The rank table (one registered read port per lane) and the area registers."""
+        m.submodules.table = table = ConfigTable(
+            shape=8, depth=256, init=[int(entry) for entry in self._code.symbol_to_rank],
+            read_ports=self._lanes, config_layout=config_layout, registered=True)
+        m.submodules.areas = areas = ConfigRegisters(
+            shape=area_layout, depth=8, init=_area_entries(self._code),
+            config_layout=config_layout, base=AREA_BASE)
+        m.d.comb += self.i_config.ready.eq(1)
+        for listener in (table.config, areas.config):
+            m.d.comb += [listener.valid.eq(self.i_config.valid),
+                         listener.payload.eq(self.i_config.payload)]
+        return table.read, areas.entries
+
     def elaborate(self, platform):
         m = Module()
         lanes = self._lanes
-        chunk_width = MAX_CODE_LENGTH * lanes
-        reads, areas = self._tables(m, self._code.symbol_to_rank)
+        reads, areas = self._registered_tables(m)
 
         m.submodules.packer = packer = BitPacker(
-            chunk_width=chunk_width, word_width=self._word_width)
+            chunk_width=MAX_CODE_LENGTH * lanes, word_width=self._word_width)
         wiring.connect(m, wiring.flipped(self.o), packer.o)
+        step = packer.i.ready             # a register: every stage moves while it is high
+        m.d.comb += self.i.ready.eq(step)
 
-        # One register stage: the beat whose symbols are being coded.
-        beat = Signal(symbol_layout(lanes))
-        beat_valid = Signal()
-        m.d.comb += self.i.ready.eq(~beat_valid | packer.i.ready)
-        with m.If(self.i.ready):
-            m.d.sync += [beat_valid.eq(self.i.valid), beat.eq(self.i.payload)]
+        def stage(name, shape, value):
+            """A pipeline register loaded from ``value`` while the pipeline moves."""
+            register = Signal(shape, name=name)
+            with m.If(step):
+                m.d.sync += register.eq(value)
+            return register
 
-        count = Signal(range(lanes + 1))
-        if lanes > 1:
-            m.d.comb += count.eq(Mux(beat.count > lanes, lanes, beat.count))
-        else:                   # a 1-bit count cannot exceed one lane
-            m.d.comb += count.eq(beat.count)
-
-        chunk = 0
-        offset = 0
+        # 1: the table read; the beat's count (clamped) and last travel beside it.
         for lane in range(lanes):
-            rank = reads[lane].data
-            m.d.comb += reads[lane].addr.eq(beat.symbols[lane])
-            # Areas take consecutive ranks, so a rank's area is how many later areas
-            # start at or below it (empty areas share a base with the next one).
-            area = Signal(3, name=f"area{lane}")
-            m.d.comb += area.eq(sum((rank >= areas[index].base) for index in range(1, 8)))
-            entry = areas[area]
-            suffix_bits = entry.suffix_bits[:4]
-            pad = Signal(4, name=f"pad{lane}")             # 8 - k: bits unused by the suffix
-            m.d.comb += pad.eq(8 - suffix_bits)
-            raw = Signal(MAX_CODE_LENGTH, name=f"raw{lane}")
-            m.d.comb += raw.eq((area << suffix_bits) | (rank - entry.base)[:8])
-            code = Signal(MAX_CODE_LENGTH, name=f"code{lane}")   # MSB-aligned in 11 bits
-            m.d.comb += code.eq((raw << pad)[:MAX_CODE_LENGTH])
-            length = Signal(range(MAX_CODE_LENGTH + 1), name=f"length{lane}")
-            m.d.comb += length.eq(Mux(lane < count, 3 + suffix_bits, 0))
-            placed = Signal(chunk_width, name=f"placed{lane}")
-            m.d.comb += placed.eq(Mux(lane < count,
-                                      (code << (chunk_width - MAX_CODE_LENGTH)) >> offset, 0))
-            chunk = chunk | placed
-            next_offset = Signal(range(chunk_width + 1), name=f"offset{lane + 1}")
-            m.d.comb += next_offset.eq(offset + length)
-            offset = next_offset
+            m.d.comb += [reads[lane].addr.eq(self.i.payload.symbols[lane]),
+                         reads[lane].en.eq(step)]
+        if lanes > 1:
+            clamped = Mux(self.i.payload.count > lanes, lanes, self.i.payload.count)
+        else:                   # a 1-bit count cannot exceed one lane
+            clamped = self.i.payload.count
+        valid = stage("read_valid", 1, self.i.valid)
+        count = stage("read_count", range(lanes + 1), clamped)
+        last = stage("read_last", 1, self.i.payload.last)
+        # A block RAM's read data comes late in the cycle (about 6 ns): register it alone.
+        ranks = [stage(f"rank{lane}", 8, reads[lane].data) for lane in range(lanes)]
+        valid = stage("rank_valid", 1, valid)
+        count = stage("rank_count", range(lanes + 1), count)
+        last = stage("rank_last", 1, last)
 
+        # 2: area and suffix. Areas take consecutive ranks, so a rank's area is the last
+        # one whose base is at or below it (an empty area shares its base with the next).
+        suffixes, suffix_bits, area_of = [], [], []
+        for lane in range(lanes):
+            rank = ranks[lane]
+            differences = [Signal(10, name=f"difference{lane}_{index}") for index in range(8)]
+            m.d.comb += [difference.eq(rank - areas[index].base)
+                         for index, difference in enumerate(differences)]
+            at_or_above = [~difference[9] for difference in differences]   # no borrow
+            # Area 0 also takes a rank below every base, as the golden model does.
+            selected = ([~at_or_above[1]]
+                        + [at_or_above[index] & ~at_or_above[index + 1] for index in range(1, 7)]
+                        + [at_or_above[7]])
+            suffix = 0
+            bits = 0
+            area = 0
+            for index in range(8):
+                suffix |= Mux(selected[index], differences[index][:8], 0)
+                bits |= Mux(selected[index], areas[index].suffix_bits, 0)
+                area |= Mux(selected[index], index, 0)
+            suffixes.append(stage(f"suffix{lane}", 8, suffix))
+            suffix_bits.append(stage(f"suffix_bits{lane}", 4, bits))
+            area_of.append(stage(f"area{lane}", 3, area))
+        valid = stage("area_valid", 1, valid)
+        count = stage("area_count", range(lanes + 1), count)
+        last = stage("area_last", 1, last)
+
+        # 3: each code at the top of 11 bits; a lane past `count` is empty.
+        codes = []
+        for lane in range(lanes):
+            bits = Signal(4, name=f"bits{lane}")       # k, clamped to the longest suffix
+            m.d.comb += bits.eq(Mux(suffix_bits[lane] > 8, 8, suffix_bits[lane]))
+            pad = Signal(4, name=f"pad{lane}")         # 8 - k: bits unused by the suffix
+            m.d.comb += pad.eq(8 - bits)
+            aligned = (suffixes[lane] << pad)[:8] | (area_of[lane] << 8)
+            used = lane < count
+            codes.append((stage(f"code{lane}", MAX_CODE_LENGTH, Mux(used, aligned, 0)),
+                          stage(f"length{lane}", range(MAX_CODE_LENGTH + 1),
+                                Mux(used, 3 + bits, 0))))
+        valid = stage("code_valid", 1, valid)
+        last = stage("code_last", 1, last)
+
+        # 4: the concatenation tree; each level halves the lanes and doubles the width.
+        level = 0
+        while len(codes) > 1:
+            level += 1
+            width = 2 * len(codes[0][0])
+            paired = []
+            for pair in range(len(codes) // 2):
+                (left, left_length), (right, right_length) = codes[2 * pair:2 * pair + 2]
+                half = width // 2
+                joined = (left << half) | ((right << half) >> left_length)
+                paired.append((stage(f"chunk{level}_{pair}", width, joined),
+                               stage(f"chunk_length{level}_{pair}", range(width + 1),
+                                     left_length + right_length)))
+            codes = paired
+            valid = stage(f"chunk{level}_valid", 1, valid)
+            last = stage(f"chunk{level}_last", 1, last)
+
+        chunk, length = codes[0]
         m.d.comb += [
-            packer.i.valid.eq(beat_valid),
+            packer.i.valid.eq(valid),
             packer.i.payload.bits.eq(chunk),
-            packer.i.payload.length.eq(offset),
-            packer.i.payload.last.eq(beat.last),
+            packer.i.payload.length.eq(length),
+            packer.i.payload.last.eq(last),
         ]
         return m
 
