@@ -142,15 +142,15 @@ class BitPacker(wiring.Component):
             sent.eq(self.o.valid & self.o.ready),
             self.o.payload.eq(queue[0]),
         ]
-        base = Signal(range(N + 1))       # the slot the chunk's first word goes to
-        m.d.comb += base.eq(count - sent)
         pushed = Signal(range(K + 1))
         m.d.comb += pushed.eq(Mux(step, window_words, 0))
 
         for slot in range(N):
-            # Word `index` of the window lands in slot `base + index`.
+            # Word `index` of the window lands in slot `count + index`, one lower if the
+            # head leaves: both cases come from registers, and `sent` only picks one.
             for index in range(min(K, slot + 1)):
-                lands = step & (base == slot - index) & (window_words > index)
+                pushes = step & (window_words > index)
+                lands = pushes & Mux(sent, count == slot + 1 - index, count == slot - index)
                 ends = window_last & (window_words == index + 1)
                 with (m.If if index == 0 else m.Elif)(lands):
                     m.d.sync += [
@@ -170,7 +170,7 @@ class BitPacker(wiring.Component):
             m.d.sync += open_word.eq(Mux(window_last, 0, next_open))
 
         count_next = Signal(range(N + 1))
-        m.d.comb += count_next.eq(base + pushed)
+        m.d.comb += count_next.eq(Mux(sent, count - 1 + pushed, count + pushed))
         upcoming = Signal(range(K + 1))   # what stage 2 would take next cycle
         m.d.comb += upcoming.eq(Mux(step, taken, window_words))
         m.d.sync += [

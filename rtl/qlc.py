@@ -137,6 +137,14 @@ class _QlcBlock(wiring.Component):
         return table.read, areas.entries
 
 
+def _one_hot(selects, values):
+    """The value whose select is high (``selects`` is one-hot), as an AND-OR tree."""
+    chosen = 0
+    for select, value in zip(selects, values):
+        chosen |= Mux(select, value, 0)
+    return chosen
+
+
 class QlcEncoder(_QlcBlock):
     """QLC encoder: ``lanes`` e4m3 symbols a cycle in, ``word_width``-bit words out.
 
@@ -234,9 +242,20 @@ class QlcEncoder(_QlcBlock):
         count = stage("rank_count", range(lanes + 1), count)
         last = stage("rank_last", 1, last)
 
-        # 2: area and suffix. Areas take consecutive ranks, so a rank's area is the last
-        # one whose base is at or below it (an empty area shares its base with the next).
-        suffixes, suffix_bits, area_of = [], [], []
+        # 2: each lane's area, suffix, pad and length (0 past `count`). Areas take
+        # consecutive ranks, so a rank's area is the last one whose base is at or below it
+        # (an empty area shares its base with the next). What depends on the area
+        # registers alone (k clamped to the longest suffix, the pad 8 - k, the length) is
+        # worked out once for all lanes, beside the rank's subtractions.
+        pads, lengths = [], []
+        for index in range(8):
+            bits = Signal(4, name=f"suffix_bits_{index}")
+            m.d.comb += bits.eq(Mux(areas[index].suffix_bits > 8, 8, areas[index].suffix_bits))
+            pad = Signal(4, name=f"pad_{index}")
+            m.d.comb += pad.eq(8 - bits)
+            pads.append(pad)
+            lengths.append(3 + bits)
+        fields = []
         for lane in range(lanes):
             rank = ranks[lane]
             differences = [Signal(10, name=f"difference{lane}_{index}") for index in range(8)]
@@ -247,32 +266,22 @@ class QlcEncoder(_QlcBlock):
             selected = ([~at_or_above[1]]
                         + [at_or_above[index] & ~at_or_above[index + 1] for index in range(1, 7)]
                         + [at_or_above[7]])
-            suffix = 0
-            bits = 0
-            area = 0
-            for index in range(8):
-                suffix |= Mux(selected[index], differences[index][:8], 0)
-                bits |= Mux(selected[index], areas[index].suffix_bits, 0)
-                area |= Mux(selected[index], index, 0)
-            suffixes.append(stage(f"suffix{lane}", 8, suffix))
-            suffix_bits.append(stage(f"suffix_bits{lane}", 4, bits))
-            area_of.append(stage(f"area{lane}", 3, area))
+            # One-hot selects, so each field is an AND-OR tree, not a chain of muxes.
+            suffix = _one_hot(selected, [difference[:8] for difference in differences])
+            length = Mux(lane < count, _one_hot(selected, lengths), 0)
+            fields.append((stage(f"suffix{lane}", 8, suffix),
+                           stage(f"pad{lane}", 4, _one_hot(selected, pads)),
+                           stage(f"area{lane}", 3, _one_hot(selected, range(8))),
+                           stage(f"length{lane}", range(MAX_CODE_LENGTH + 1), length)))
         valid = stage("area_valid", 1, valid)
-        count = stage("area_count", range(lanes + 1), count)
         last = stage("area_last", 1, last)
 
-        # 3: each code at the top of 11 bits; a lane past `count` is empty.
+        # 3: each code at the top of 11 bits; a lane past `count` (length 0) is empty.
         codes = []
-        for lane in range(lanes):
-            bits = Signal(4, name=f"bits{lane}")       # k, clamped to the longest suffix
-            m.d.comb += bits.eq(Mux(suffix_bits[lane] > 8, 8, suffix_bits[lane]))
-            pad = Signal(4, name=f"pad{lane}")         # 8 - k: bits unused by the suffix
-            m.d.comb += pad.eq(8 - bits)
-            aligned = (suffixes[lane] << pad)[:8] | (area_of[lane] << 8)
-            used = lane < count
-            codes.append((stage(f"code{lane}", MAX_CODE_LENGTH, Mux(used, aligned, 0)),
-                          stage(f"length{lane}", range(MAX_CODE_LENGTH + 1),
-                                Mux(used, 3 + bits, 0))))
+        for lane, (suffix, pad, area, length) in enumerate(fields):
+            aligned = (suffix << pad)[:8] | (area << 8)
+            codes.append((stage(f"code{lane}", MAX_CODE_LENGTH, Mux(length != 0, aligned, 0)),
+                          stage(f"code_length{lane}", range(MAX_CODE_LENGTH + 1), length)))
         valid = stage("code_valid", 1, valid)
         last = stage("code_last", 1, last)
 
