@@ -6,7 +6,7 @@ packs them with the layout it reads from the component's signature.
 
 import numpy as np
 
-__all__ = ["symbol_beats", "decoder_beats", "frame_words"]
+__all__ = ["decoder_beats", "frame_words", "split_frames", "symbol_beats"]
 
 
 def symbol_beats(frames, lanes):
@@ -67,3 +67,15 @@ def frame_words(data, nbits, word_width):
                       "bits": nbits - index * word_width if final else word_width,
                       "last": int(final)})
     return words
+
+
+def split_frames(beats):
+    """``(frames, rest)``: ``beats`` cut after every beat with ``last`` set, one list of
+    beats a frame, and the beats after the last such beat (a frame not ended yet)."""
+    frames, current = [], []
+    for beat in beats:
+        current.append(beat)
+        if beat["last"]:
+            frames.append(current)
+            current = []
+    return frames, current

@@ -1,0 +1,395 @@
+"""Differential fuzzing of the QLC decoder block against the golden word-level model.
+
+The golden model's word front end (:mod:`linkcodec.golden.words`) states what a decoder
+emits for *any* word sequence (``docs/bitstream.md``, "Faults in words"); this module
+makes word sequences that a decoder must survive, runs them through the block under
+the harness with random idle cycles and backpressure, and counts the frames where the
+block and the golden model disagree.
+
+Frames (:class:`FuzzFrame`), one *kind* each (:data:`KINDS`):
+
+- ``good``: symbols coded with the code, untouched;
+- ``random``: random words, well-formed (``bits = W`` on every word but the last);
+- ``flip``: a coded frame with 1 to 3 flipped data bits (pad bits included);
+- ``cut``: a coded frame cut short at a random bit, sent as a well-formed shorter frame;
+- ``bits``: a coded frame with a bad ``bits`` count: a non-final word with ``bits < W``
+  or ``bits > W``, or a final word with ``bits > W`` (a *word fault*).
+
+Symbols come from a pool (the symbols of real tensors, mutated: a run of them at a random
+place, a few replaced by random symbols) or, without a pool, are random (uniform or
+skewed towards small values so that short codes show up).
+
+:func:`fuzz_frames` makes frames (:func:`code_space_frames`: one per 11-bit pattern);
+:func:`check_frames` runs frames through the decoder (one build, thousands of frames a
+simulation) and :func:`run_fuzz` does both; the report says ``frames``, ``faults_injected``,
+``mismatches`` and ``hangs``. A run that hangs (the testbench's cycle limit: the block
+stopped taking words or never ended a frame) is counted, and the frames after the one
+it hung on run again in a fresh simulation. Every seed is in the report, so a failure
+replays.
+"""
+
+import operator
+from collections import Counter
+from typing import NamedTuple
+
+import numpy as np
+
+from ..golden.qlc import QlcCode
+from ..golden.words import check_word_width, decode_words
+from .beats import decoder_beats, frame_words, split_frames
+from .blocks import get_block
+from .harness import run_beats
+
+__all__ = [
+    "DEFAULT_MIX",
+    "KINDS",
+    "WORD_FAULT_KINDS",
+    "FuzzFrame",
+    "bad_bits",
+    "check_frames",
+    "code_space_frames",
+    "cut_short",
+    "expected_beats",
+    "flip_bits",
+    "fuzz_frames",
+    "pool_symbols",
+    "random_symbols",
+    "random_words",
+    "run_fuzz",
+]
+
+#: The kinds of fuzzed frame, in the order :data:`DEFAULT_MIX` weighs them.
+KINDS = ("good", "random", "flip", "cut", "bits")
+#: The kinds whose frames carry word faults (bad ``bits`` counts).
+WORD_FAULT_KINDS = ("bits",)
+#: How often each kind comes up unless told otherwise (relative weights).
+DEFAULT_MIX = {"good": 2, "random": 2, "flip": 3, "cut": 2, "bits": 2}
+
+
+class FuzzFrame(NamedTuple):
+    """One fuzzed frame: its ``words`` (dicts of ``data``, ``bits``, ``last``), its
+    ``kind`` (:data:`KINDS`) and the ``symbols`` it was coded from (empty for
+    ``random``)."""
+
+    words: list
+    kind: str
+    symbols: np.ndarray
+
+
+def _frame_length(rng, longest):
+    """A frame length: a few empty or tiny frames, mostly short ones, some long ones."""
+    draw = rng.random()
+    if draw < 0.08:
+        return int(rng.integers(0, 3))
+    if draw < 0.9:
+        return int(rng.integers(1, min(40, longest) + 1))
+    return int(rng.integers(1, longest + 1))
+
+
+def random_symbols(rng, count):
+    """``count`` random symbols: uniform, or skewed towards small values (short codes of
+    the base code) half of the time."""
+    if rng.random() < 0.5:
+        return rng.integers(0, 256, count, dtype=np.uint8)
+    return np.minimum(rng.geometric(rng.uniform(0.03, 0.3), count) - 1, 255).astype(np.uint8)
+
+
+def pool_symbols(rng, pool, count):
+    """``count`` symbols from ``pool`` (real symbols): a run of them at a random place,
+    a few (0 to 3) replaced by random symbols."""
+    count = min(count, pool.size)
+    start = int(rng.integers(0, pool.size - count + 1))
+    symbols = pool[start:start + count].copy()
+    if count:
+        where = rng.integers(0, count, int(rng.integers(0, 4)))
+        symbols[where] = rng.integers(0, 256, where.size, dtype=np.uint8)
+    return symbols
+
+
+def random_words(rng, word_width, *, max_words=8):
+    """A well-formed frame of 1..``max_words`` random words: ``bits = W`` on every word
+    but the last, ``0..W`` on the last."""
+    word_width = check_word_width(word_width)
+    count = int(rng.integers(1, max_words + 1))
+    words = []
+    for index in range(count):
+        final = index == count - 1
+        words.append({"data": int.from_bytes(rng.bytes(word_width // 8), "big"),
+                      "bits": int(rng.integers(0, word_width + 1)) if final else word_width,
+                      "last": int(final)})
+    return words
+
+
+def flip_bits(rng, words, word_width, *, flips=None):
+    """``words`` with ``flips`` (default 1..3) random data bits flipped, pad bits after a
+    final word's ``bits`` included. Returns new word dicts."""
+    word_width = check_word_width(word_width)
+    words = [dict(word) for word in words]
+    if flips is None:
+        flips = int(rng.integers(1, 4))
+    for position in rng.integers(0, len(words) * word_width, flips).tolist():
+        index, bit = divmod(position, word_width)
+        words[index]["data"] ^= 1 << (word_width - 1 - bit)
+    return words
+
+
+def cut_short(rng, data, nbits, word_width):
+    """The frame ``(data, nbits)`` cut at a random bit ``0 .. nbits - 1`` and sent as a
+    well-formed frame of that many bits (the rest of its last word, as pad, still holds
+    the frame's later bits)."""
+    word_width = check_word_width(word_width)
+    if nbits < 1:
+        raise ValueError("cut_short needs a frame of at least one bit to cut")
+    cut = int(rng.integers(0, nbits))
+    # The words that hold the cut frame; what follows the cut in the last one is pad.
+    keep = max(1, -(-cut // word_width)) * (word_width // 8)
+    return frame_words(bytes(data)[:keep], cut, word_width)
+
+
+def bad_bits(rng, words, word_width, *, faults=None):
+    """``words`` with ``faults`` (default 1, sometimes 2) bad ``bits`` counts: a non-final
+    word gets ``0 .. W - 1`` or more than ``W``, the final word more than ``W`` (up to
+    what the ``bits`` field holds). Returns new word dicts."""
+    word_width = check_word_width(word_width)
+    words = [dict(word) for word in words]
+    most = (1 << word_width.bit_length()) - 1
+    if faults is None:
+        faults = 1 + int(rng.random() < 0.2)
+    for index in rng.integers(0, len(words), faults).tolist():
+        if words[index]["last"] or rng.random() < 0.3:
+            words[index]["bits"] = int(rng.integers(word_width + 1, most + 1))
+        else:
+            words[index]["bits"] = int(rng.integers(0, word_width))
+    return words
+
+
+def fuzz_frames(code, count, *, word_width, rng, pool=None, mix=None, longest=160):
+    """``count`` fuzzed frames (:class:`FuzzFrame`) for a decoder holding ``code``.
+
+    ``rng`` is a :class:`numpy.random.Generator`; ``pool`` (a uint8 array, optional) the
+    real symbols that frames are mutated from (random symbols without it); ``mix`` the
+    weight of each kind (:data:`DEFAULT_MIX` if None; a kind left out never comes up);
+    ``longest`` the most symbols a frame is coded from.
+    """
+    if not isinstance(code, QlcCode):
+        raise TypeError(f"code must be a QlcCode, not {type(code).__name__}")
+    word_width = check_word_width(word_width)
+    mix = dict(DEFAULT_MIX if mix is None else mix)
+    unknown = sorted(set(mix) - set(KINDS))
+    if unknown:
+        raise ValueError(f"unknown frame kind {unknown[0]!r}; the kinds are "
+                         f"{', '.join(KINDS)}")
+    if any(weight < 0 for weight in mix.values()) or sum(mix.values()) <= 0:
+        raise ValueError(f"mix weights must be non-negative with a positive sum, not {mix}")
+    if pool is not None:
+        pool = np.asarray(pool).reshape(-1)
+        if pool.dtype != np.uint8 or pool.size == 0:
+            raise ValueError("pool must be a non-empty uint8 array of symbols")
+    kinds = list(mix)
+    weights = np.array([mix[kind] for kind in kinds], dtype=np.float64)
+    frames = []
+    for kind in rng.choice(kinds, size=count, p=weights / weights.sum()).tolist():
+        if kind == "random":
+            frames.append(FuzzFrame(random_words(rng, word_width), kind,
+                                    np.zeros(0, np.uint8)))
+            continue
+        length = _frame_length(rng, longest)
+        if kind == "cut":
+            length = max(length, 1)
+        symbols = (random_symbols(rng, length) if pool is None
+                   else pool_symbols(rng, pool, length))
+        data, nbits = code.encode(symbols)
+        if kind == "cut":
+            words = cut_short(rng, data, nbits, word_width)
+        else:
+            words = frame_words(data, nbits, word_width)
+            if kind == "flip":
+                words = flip_bits(rng, words, word_width)
+            elif kind == "bits":
+                words = bad_bits(rng, words, word_width)
+        frames.append(FuzzFrame(words, kind, symbols))
+    return frames
+
+
+def expected_beats(code, frames, *, lanes, word_width):
+    """Per frame, the beats the golden model says a decoder with ``lanes`` lanes emits,
+    and whether the frame ends with the error beat: ``(beats, error)`` lists."""
+    words = [word for frame in frames for word in frame.words]
+    beats, errors = [], []
+    for symbols, error in decode_words(code, words, word_width):
+        beats.append(decoder_beats([symbols], lanes,
+                                   error_after=symbols.size if error else None))
+        errors.append(error)
+    return beats, errors
+
+
+def code_space_frames(code, *, word_width):
+    """Frames that start with every 11-bit pattern (2,048), each followed by a valid code
+    (of the symbol whose rank is the pattern's low byte), as well-formed words.
+
+    Two frames a pattern: kind ``pattern`` starts with all 11 bits of the pattern; kind
+    ``pattern-code`` with only as many of them as the code length its 3-bit prefix names,
+    so that a valid first code is followed at once by the valid one. Every window a
+    decoder can see first, valid or not, starts a frame; golden says what comes out (the
+    pattern's symbol and the next ones, or the error beat).
+    """
+    if not isinstance(code, QlcCode):
+        raise TypeError(f"code must be a QlcCode, not {type(code).__name__}")
+    word_width = check_word_width(word_width)
+    area_lengths = code.layout.code_lengths
+    frames = []
+    for kind in ("pattern", "pattern-code"):
+        for pattern in range(1 << 11):
+            head = 11 if kind == "pattern" else area_lengths[pattern >> 8]
+            symbol = int(code.rank_to_symbol[pattern & 0xFF])
+            length = int(code.length_of[symbol])
+            nbits = head + length
+            value = ((pattern >> (11 - head)) << length) | int(code.code_of[symbol])
+            nbytes = -(-nbits // 8)
+            data = (value << (8 * nbytes - nbits)).to_bytes(nbytes, "big")
+            frames.append(FuzzFrame(frame_words(data, nbits, word_width), kind,
+                                    np.array([symbol], dtype=np.uint8)))
+    return frames
+
+
+def _run(component, block, code, frames, wanted, *, idle, stall, seed, build_root, name):
+    """One simulation of ``frames``: ``(ended, rest, hung_on, result)``, the beats of each
+    frame that came out (cut after each ``last``), the beats after the last ``last``,
+    the index of the frame the run hung on (None if it did not) and the run's result."""
+    words = [word for frame in frames for word in frame.words]
+    expected = [beat for beats in wanted for beat in beats]
+    result = run_beats(component, inputs={"i": words}, expected={"o": expected},
+                       config=block.config_writes(code), idle=idle, stall=stall, seed=seed,
+                       build_root=build_root, name=name)
+    got = result["output"]["o"]
+    # The testbench stops at its cycle limit unless every word was taken and as many
+    # beats came out as expected (run_beats does not pass on ``timed_out``; this is it).
+    taken = len(result["input_cycles"].get("i", []))
+    timed_out = taken < len(words) or len(got) < len(expected)
+    ended, rest = split_frames(got)
+    # Timed out with frames not ended: the block stopped on the first of them. (Timed
+    # out with every frame ended means too few beats: mismatches, not a hang.)
+    hung_on = len(ended) if timed_out and len(ended) < len(frames) else None
+    return ended, rest, hung_on, result
+
+
+def check_frames(frames, *, lanes, word_width=None, code=None, seed=None, idle=0.3,
+                 stall=0.3, frames_per_run=2500, build_root=None, max_hangs=10, examples=3):
+    """Run ``frames`` (:class:`FuzzFrame`) through the QLC decoder, compare with golden.
+
+    The decoder (``lanes``, ``word_width``: the block's default if None) is built once
+    with its default tables, and ``code`` (default: the base code) is loaded through
+    ``i_config``. The frames go through simulations of ``frames_per_run`` frames each,
+    with ``idle`` and ``stall`` probabilities; simulation ``n`` gets the idle/stall seed
+    ``seed + n`` (``seed`` random if None). After a hang the frames that follow the one
+    it hung on run in a new simulation, until ``max_hangs`` hangs, when the rest are left
+    unchecked.
+
+    Returns a ``dict``: ``block``, ``lanes``, ``word_width``, ``seed``, ``idle``,
+    ``stall``, ``frames`` (checked), ``faults_injected`` (frames of a kind other than
+    ``good``), ``word_faults`` (frames of :data:`WORD_FAULT_KINDS`), ``golden_errors``
+    (frames golden ends with the error beat), ``mismatches`` (frames whose beats differ
+    from golden's), ``hangs`` and ``hung_frames``, ``unchecked``, ``kinds`` and
+    ``mismatches_by_kind``, ``mismatched_frames``, ``symbols`` (golden's), ``cycles``
+    (over all runs), ``runs`` (each simulation's ``seed``, ``frames``, ``cycles``,
+    ``hung_on``) and up to ``examples`` ``examples`` of mismatching frames (index, kind,
+    words, expected and received beats).
+    """
+    block = get_block("qlc-decoder")
+    block.check_lanes(lanes)
+    if word_width is None:
+        word_width = block.default_word_width(lanes)
+    word_width = check_word_width(word_width)
+    code = QlcCode.base() if code is None else code
+    if not isinstance(code, QlcCode):
+        raise TypeError(f"code must be a QlcCode, not {type(code).__name__}")
+    if not isinstance(frames_per_run, int) or frames_per_run < 1:
+        raise ValueError(f"frames_per_run must be a positive integer, not {frames_per_run!r}")
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (1 << 31))
+    frames = list(frames)
+    count = len(frames)
+    wanted, errors = expected_beats(code, frames, lanes=lanes, word_width=word_width)
+    component = block.build(lanes=lanes, word_width=word_width)
+    name = block.module_name(lanes=lanes, word_width=word_width)
+
+    mismatched, hung, runs, shown = [], [], [], []
+    start = 0
+    while start < count and len(hung) < max_hangs:
+        stop = min(count, start + frames_per_run)
+        run_seed = (seed + len(runs)) % (1 << 31)
+        ended, rest, hung_on, result = _run(
+            component, block, code, frames[start:stop], wanted[start:stop], idle=idle,
+            stall=stall, seed=run_seed, build_root=build_root, name=name)
+        checked = stop - start if hung_on is None else hung_on
+        for offset in range(checked):
+            index = start + offset
+            got = ended[offset] if offset < len(ended) else []
+            if got != wanted[index]:
+                mismatched.append(index)
+                if len(shown) < examples:
+                    shown.append({"frame": index, "kind": frames[index].kind,
+                                  "words": frames[index].words, "expected": wanted[index],
+                                  "got": got})
+        if hung_on is None and (len(ended) > stop - start or rest) and (
+                not mismatched or mismatched[-1] != stop - 1):
+            mismatched.append(stop - 1)   # beats beyond the last frame's end
+        runs.append({"seed": run_seed, "frames": stop - start, "cycles": result["cycles"],
+                     "hung_on": None if hung_on is None else start + hung_on})
+        if hung_on is None:
+            start = stop
+        else:
+            hung.append(start + hung_on)
+            start += hung_on + 1
+    checked_frames = min(count, start)
+    kinds = Counter(frame.kind for frame in frames[:checked_frames])
+    return {
+        "block": block.name,
+        "lanes": lanes,
+        "word_width": word_width,
+        "seed": seed,
+        "idle": idle,
+        "stall": stall,
+        "frames": checked_frames,
+        "faults_injected": sum(n for kind, n in kinds.items() if kind != "good"),
+        "word_faults": sum(kinds[kind] for kind in WORD_FAULT_KINDS),
+        "golden_errors": int(sum(errors[:checked_frames])),
+        "mismatches": len(mismatched),
+        "hangs": len(hung),
+        "hung_frames": hung,
+        "unchecked": count - checked_frames,
+        "kinds": dict(sorted(kinds.items())),
+        "mismatches_by_kind": dict(Counter(frames[index].kind for index in mismatched)),
+        "mismatched_frames": mismatched,
+        "symbols": sum(beat["count"] for beats in wanted[:checked_frames] for beat in beats),
+        "cycles": sum(run["cycles"] for run in runs),
+        "runs": runs,
+        "examples": shown,
+    }
+
+
+def run_fuzz(count, *, lanes, word_width=None, code=None, pool=None, mix=None, seed=None,
+             longest=160, **options):
+    """Fuzz the QLC decoder with ``count`` frames of :func:`fuzz_frames` and compare with
+    golden: :func:`check_frames`, whose report it returns (``options`` are its ``idle``,
+    ``stall``, ``frames_per_run``, ``build_root``, ``max_hangs``, ``examples``).
+
+    ``code`` (default: the base code) codes the frames and is loaded into the decoder;
+    ``pool``, ``mix`` and ``longest`` are as for :func:`fuzz_frames`. ``seed`` (random
+    if None, always in the report) seeds the frames and the idle/stall patterns, so a
+    run replays from it.
+    """
+    count = operator.index(count)
+    if count < 0:
+        raise ValueError(f"count is {count}; a fuzz run has 0 frames or more")
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (1 << 31))
+    block = get_block("qlc-decoder")
+    block.check_lanes(lanes)
+    if word_width is None:
+        word_width = block.default_word_width(lanes)
+    code = QlcCode.base() if code is None else code
+    frames = fuzz_frames(code, count, word_width=word_width, rng=np.random.default_rng(seed),
+                         pool=pool, mix=mix, longest=longest)
+    return check_frames(frames, lanes=lanes, word_width=word_width, code=code, seed=seed,
+                        **options)
