@@ -283,7 +283,9 @@ def check_frames(frames, *, lanes, word_width=None, code=None, seed=None, idle=0
     with ``idle`` and ``stall`` probabilities; simulation ``n`` gets the idle/stall seed
     ``seed + n`` (``seed`` random if None). After a hang the frames that follow the one
     it hung on run in a new simulation, until ``max_hangs`` hangs, when the rest are left
-    unchecked.
+    unchecked. The testbench stops once as many beats came out as golden expects, so a
+    block that gives extra beats in one frame may be stopped before the last frames
+    ended: those run again in a new simulation, so that each frame is judged on its own.
 
     Returns a ``dict``: ``block``, ``lanes``, ``word_width``, ``seed``, ``idle``,
     ``stall``, ``frames`` (checked), ``faults_injected`` (frames of a kind other than
@@ -292,7 +294,8 @@ def check_frames(frames, *, lanes, word_width=None, code=None, seed=None, idle=0
     from golden's), ``hangs`` and ``hung_frames``, ``unchecked``, ``kinds`` and
     ``mismatches_by_kind``, ``mismatched_frames``, ``symbols`` (golden's), ``cycles``
     (over all runs), ``runs`` (each simulation's ``seed``, ``frames``, ``cycles``,
-    ``hung_on``) and up to ``examples`` ``examples`` of mismatching frames (index, kind,
+    ``hung_on`` and ``resumed_at``, the frame the next one starts from if not the next
+    batch) and up to ``examples`` ``examples`` of mismatching frames (index, kind,
     words, expected and received beats).
     """
     block = get_block("qlc-decoder")
@@ -321,26 +324,35 @@ def check_frames(frames, *, lanes, word_width=None, code=None, seed=None, idle=0
         ended, rest, hung_on, result = _run(
             component, block, code, frames[start:stop], wanted[start:stop], idle=idle,
             stall=stall, seed=run_seed, build_root=build_root, name=name)
-        checked = stop - start if hung_on is None else hung_on
+        ran = stop - start
+        if hung_on is not None:
+            checked, resume = hung_on, start + hung_on + 1
+        elif len(ended) < ran:
+            # The testbench stops once as many beats came out as golden expects; extra
+            # beats in earlier frames (mismatches) stop it before the last frames ended.
+            # Those frames are not judged here: they run again from the first of them.
+            checked = max(1, len(ended))
+            resume = start + checked
+        else:
+            checked, resume = ran, stop
         for offset in range(checked):
             index = start + offset
-            got = ended[offset] if offset < len(ended) else []
+            got = ended[offset] if offset < len(ended) else rest
             if got != wanted[index]:
                 mismatched.append(index)
                 if len(shown) < examples:
                     shown.append({"frame": index, "kind": frames[index].kind,
                                   "words": frames[index].words, "expected": wanted[index],
                                   "got": got})
-        if hung_on is None and (len(ended) > stop - start or rest) and (
+        if checked == ran and hung_on is None and (len(ended) > ran or rest) and (
                 not mismatched or mismatched[-1] != stop - 1):
             mismatched.append(stop - 1)   # beats beyond the last frame's end
-        runs.append({"seed": run_seed, "frames": stop - start, "cycles": result["cycles"],
-                     "hung_on": None if hung_on is None else start + hung_on})
-        if hung_on is None:
-            start = stop
-        else:
+        runs.append({"seed": run_seed, "frames": ran, "cycles": result["cycles"],
+                     "hung_on": None if hung_on is None else start + hung_on,
+                     "resumed_at": resume if resume < stop else None})
+        if hung_on is not None:
             hung.append(start + hung_on)
-            start += hung_on + 1
+        start = resume
     checked_frames = min(count, start)
     kinds = Counter(frame.kind for frame in frames[:checked_frames])
     return {
