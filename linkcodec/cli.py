@@ -1,7 +1,8 @@
 """The ``linkcodec`` command line.
 
 - ``linkcodec sim BLOCK [--lanes N] [--layout base|optimal] [--json] FILE...`` runs a
-  block under Verilator and counts cycles per symbol;
+  block under Verilator and counts cycles per symbol; ``linkcodec sim qlc-decoder --fuzz
+  N [FILE...]`` fuzzes the decoder against the golden model;
 - ``linkcodec analyze [--format e4m3|bf16] [--json] [--plot PNG] FILE... [--scales S...]``
   reports how compressible tensors are under each codec;
 - ``linkcodec codebook build --from FILE... -o book.json [--scales S... --scale S]``
@@ -38,19 +39,20 @@ def _qlc_code(symbol_arrays, layout_name, codebook=None):
 
 def cmd_sim(args):
     from .inputs import read_e4m3_shards
+
+    if args.fuzz is not None:
+        return _sim_fuzz(args)
+    if not args.files:
+        raise ValueError("give at least one FILE (FILEs are optional only with --fuzz)")
     from .sim.harness import run_frames
 
     shards = read_e4m3_shards(args.files)
     arrays = [shard.symbols for shard in shards]
-    codebook = None
-    if args.codebook:
-        from .golden.huffman import HuffmanCodebook
-
-        codebook = HuffmanCodebook.load(args.codebook)
+    codebook = _codebook(args)
     code = _qlc_code(arrays, args.layout, codebook)
     result = run_frames(args.block, arrays, lanes=args.lanes, tables=code,
-                        word_width=args.word_width, idle=args.idle, stall=args.stall,
-                        seed=args.seed)
+                        word_width=args.word_width, idle=args.idle or 0.0,
+                        stall=args.stall or 0.0, seed=args.seed)
     report = {
         "block": result["block"],
         "lanes": result["lanes"],
@@ -78,6 +80,106 @@ def cmd_sim(args):
               f"{report['symbols_per_cycle']:.3f} symbols/cycle, "
               f"bit-exact: {'yes' if report['bit_exact'] else 'NO'}")
     return 0 if report["bit_exact"] else 1
+
+
+def _codebook(args):
+    if not args.codebook:
+        return None
+    from .golden.huffman import HuffmanCodebook
+
+    return HuffmanCodebook.load(args.codebook)
+
+
+def _beats_summary(beats):
+    """``"12 symbols in 4 beats, error"``: what a frame's output beats hold."""
+    if not beats:
+        return "no beats"
+    symbols = sum(beat["count"] for beat in beats)
+    end = ("error" if beats[-1]["error"] else "end") if beats[-1]["last"] else "no end"
+    return f"{symbols} symbols in {len(beats)} beats, {end}"
+
+
+#: Idle and stall probabilities of a fuzz run unless told otherwise: random idle cycles
+#: and backpressure are part of what is fuzzed.
+FUZZ_IDLE = FUZZ_STALL = 0.3
+
+
+def _sim_fuzz(args):
+    """``linkcodec sim qlc-decoder --fuzz N [FILE...]``: differential fuzzing against the
+    golden word-level model (``linkcodec.sim.fuzz``)."""
+    from .golden.qlc import QlcCode
+    from .inputs import read_e4m3_shards
+    from .sim.fuzz import run_fuzz
+
+    if args.block != "qlc-decoder":
+        raise ValueError(f"--fuzz fuzzes the decoder (qlc-decoder), not {args.block}")
+    if args.fuzz < 1:
+        raise ValueError(f"--fuzz takes a number of frames of at least 1, not {args.fuzz}")
+    shards = read_e4m3_shards(args.files) if args.files else []
+    arrays = [shard.symbols for shard in shards]
+    codebook = _codebook(args)
+    if arrays or codebook is not None:
+        code, layout = _qlc_code(arrays, args.layout, codebook), args.layout
+    else:
+        code, layout = QlcCode.base(), "base"      # random symbols and the base code
+    pool = np.concatenate(arrays) if arrays else None
+    if pool is not None and pool.size == 0:
+        raise ValueError("the FILEs hold no symbols to fuzz with")
+    result = run_fuzz(args.fuzz, lanes=args.lanes, word_width=args.word_width, code=code,
+                      pool=pool, seed=args.seed,
+                      idle=FUZZ_IDLE if args.idle is None else args.idle,
+                      stall=FUZZ_STALL if args.stall is None else args.stall)
+    clean = result["mismatches"] == 0 and result["hangs"] == 0
+    report = {
+        "block": result["block"],
+        "lanes": result["lanes"],
+        "word_width": result["word_width"],
+        "layout": layout,
+        "seed": result["seed"],
+        "frames": result["frames"],
+        "faults_injected": result["faults_injected"],
+        "mismatches": result["mismatches"],
+        "hangs": result["hangs"],
+        "bit_exact": clean,
+        "symbols": result["symbols"],
+        "cycles": result["cycles"],
+        "idle": result["idle"],
+        "stall": result["stall"],
+        "word_faults": result["word_faults"],
+        "golden_errors": result["golden_errors"],
+        "unchecked": result["unchecked"],
+        "kinds": result["kinds"],
+        "mismatches_by_kind": result["mismatches_by_kind"],
+        "hung_frames": result["hung_frames"],
+        "runs": result["runs"],
+        "files": [{"file": shard.file, "tensor": shard.tensor,
+                   "symbols": int(shard.symbols.size)} for shard in shards],
+        "examples": result["examples"],
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{report['block']}  lanes {report['lanes']}  word {report['word_width']} bits  "
+              f"layout {layout}  seed {report['seed']}  fuzz {args.fuzz} frames  "
+              f"idle {report['idle']}  stall {report['stall']}")
+        kinds = ", ".join(f"{kind} {count}" for kind, count in report["kinds"].items())
+        print(f"  frames {report['frames']} ({kinds}); faults injected "
+              f"{report['faults_injected']}, word faults {report['word_faults']}; golden ends "
+              f"{report['golden_errors']} with the error beat")
+        print("  runs: " + ", ".join(f"seed {run['seed']} ({run['frames']} frames, "
+                                     f"{run['cycles']} cycles)" for run in report["runs"]))
+        for example in report["examples"]:
+            print(f"  frame {example['frame']} ({example['kind']}, "
+                  f"{len(example['words'])} words): expected "
+                  f"{_beats_summary(example['expected'])}, got "
+                  f"{_beats_summary(example['got'])} (--json shows the words and beats)")
+        by_kind = ", ".join(f"{kind} {count}"
+                            for kind, count in report["mismatches_by_kind"].items())
+        print(f"  mismatches {report['mismatches']}{f' ({by_kind})' if by_kind else ''}, "
+              f"hangs {report['hangs']}"
+              + (f", {report['unchecked']} frames unchecked" if report["unchecked"] else "")
+              + f": {'clean' if clean else 'NOT CLEAN'}")
+    return 0 if clean else 1
 
 
 def cmd_codebook_build(args):
@@ -117,6 +219,25 @@ def cmd_capture(args):
     return capture.run(args)
 
 
+def _files_after_options(parser):
+    """``parser.parse_known_args`` that also takes FILEs given after an option.
+
+    FILE is ``nargs="*"`` since ``--fuzz`` makes it optional, and Python 3.11's argparse
+    gives such a positional nothing when an option comes between it and BLOCK (``sim
+    qlc-decoder --lanes 4 x.npy``), leaving the FILEs over as unrecognized; this puts
+    them back.
+    """
+    parse = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        namespace, extras = parse(args, namespace)
+        namespace.files = [*(namespace.files or []),
+                           *(arg for arg in extras if not arg.startswith("-"))]
+        return namespace, [arg for arg in extras if arg.startswith("-")]
+
+    return parse_known_args
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="linkcodec", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -130,21 +251,32 @@ def build_parser():
                     "file gives one frame per tensor. The code's ranks come from the "
                     "PMF of all the FILEs together and are loaded through the config port.")
     sim.add_argument("block", choices=["qlc-encoder", "qlc-decoder"])
-    sim.add_argument("files", nargs="+", metavar="FILE")
+    sim.add_argument("files", nargs="*", metavar="FILE",
+                     help="tensors to code (at least one; optional with --fuzz)")
     sim.add_argument("--lanes", type=int, default=1, choices=[1, 2, 4, 8, 16])
     sim.add_argument("--layout", choices=["base", "optimal"], default="optimal")
     sim.add_argument("--word-width", type=int, default=None,
                      help="bits per coded word (default: 8 x lanes, at least 16)")
-    sim.add_argument("--idle", type=float, default=0.0,
-                     help="chance of an idle input cycle (default 0: measure throughput)")
-    sim.add_argument("--stall", type=float, default=0.0,
-                     help="chance of output backpressure in a cycle (default 0)")
+    sim.add_argument("--idle", type=float, default=None,
+                     help="chance of an idle input cycle (default 0: measure throughput; "
+                          f"{FUZZ_IDLE} with --fuzz)")
+    sim.add_argument("--stall", type=float, default=None,
+                     help="chance of output backpressure in a cycle (default 0; "
+                          f"{FUZZ_STALL} with --fuzz)")
     sim.add_argument("--seed", type=int, default=None, help="seed for idle/stall patterns")
     sim.add_argument("--codebook", metavar="JSON",
                      help="rank symbols by this codebook's code lengths instead of the "
                           "files' PMF (a codebook from `linkcodec codebook build`)")
+    sim.add_argument("--fuzz", type=int, default=None, metavar="N",
+                     help="qlc-decoder only: differential fuzzing against the golden model "
+                          "on N frames (random words; coded frames with flipped bits, cut "
+                          "short or with bad bits counts) under idle and backpressure; "
+                          "reports frames, faults_injected, mismatches and hangs. With "
+                          "FILEs the frames are mutations of their symbols, coded with "
+                          "their code; without, random symbols and the base code")
     sim.add_argument("--json", action="store_true", help="print JSON")
     sim.set_defaults(func=cmd_sim)
+    sim.parse_known_args = _files_after_options(sim)
 
     from . import analyze as analyze_module
     analyze = commands.add_parser(
