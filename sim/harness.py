@@ -17,6 +17,10 @@ Two levels:
 
 Random idle cycles on every input and random backpressure on every output come from one
 seed, printed by the testbench, so a failure replays.
+
+``simulator="icarus"`` runs the same testbench under Icarus Verilog, a 4-state simulator:
+an X or Z on a valid or ready, or in a payload that is transferred, raises
+:class:`XZValueError`.
 """
 
 import hashlib
@@ -31,7 +35,19 @@ from ..rtl.payload import pack, unpack
 from . import runner
 from .blocks import get_block
 
-__all__ = ["stream_ports", "run_beats", "run_frames"]
+__all__ = ["XZValueError", "run_beats", "run_frames", "stream_ports"]
+
+
+class XZValueError(RuntimeError):
+    """A valid, a ready or a transferred payload was X or Z in 4-state simulation.
+
+    :attr:`events` lists each one as the testbench saw it: ``port``, ``cycle`` (counted
+    from the port's start, like its transfer cycles) and ``what``.
+    """
+
+    def __init__(self, message, events):
+        super().__init__(message)
+        self.events = events
 
 
 def stream_ports(component):
@@ -81,6 +97,7 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
     watches ``settle`` more cycles for anything extra.
 
     ``simulator`` is ``"verilator"`` or ``"icarus"``; each has its own build directory.
+    An X or Z on a port that is read raises :class:`XZValueError`.
     """
     config = dict(config or {})
     in_ports, out_ports = stream_ports(component)
@@ -134,6 +151,13 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
         if not result_path.exists():
             raise RuntimeError(f"the testbench wrote no result; see {build_dir / 'test.log'}")
         result = json.loads(result_path.read_text())
+    events = result.get("xz_events", [])
+    if events:
+        shown = "; ".join(f"{event['port']} cycle {event['cycle']}: {event['what']}"
+                          for event in events[:5])
+        raise XZValueError(
+            f"{name} under {simulator}, seed {seed}: {len(events)} X/Z values on ports "
+            f"that are read; first: {shown}; see {build_dir / 'test.log'}", events)
 
     output = {port: [unpack(out_ports[port], beat) for beat in result["output"][port]]
               for port in out_ports}

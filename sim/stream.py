@@ -7,6 +7,11 @@ seen exactly when the hardware sees it.
 
 Idle cycles (driver) and backpressure (monitor) are random with a seeded
 :class:`random.Random`, so a failing run replays from its seed.
+
+In a 4-state simulator (Icarus) every port also checks, each cycle, that ``valid`` and
+``ready`` are 0 or 1, and that a transferred payload has no X or Z bit; each miss is kept
+in :attr:`xz_events`. Under Verilator (2-state) the check never fires; it costs a read
+of ready and a flag test or two a cycle, and nothing extra on a transfer.
 """
 
 import random
@@ -33,6 +38,9 @@ class _Port:
         self._task = None
         #: Cycle numbers (counted from :meth:`start`) of every transfer, in order.
         self.transfer_cycles = []
+        #: Every X or Z seen on valid, ready or a transferred payload, as
+        #: ``{"port", "cycle", "what"}``.
+        self.xz_events = []
 
     def start(self):
         if self._task is None:
@@ -52,9 +60,18 @@ class _Port:
             cycle += 1
             self._drive()
             await sample
-            if self.valid.value == 1 and self.ready.value == 1:
-                self._took()
+            valid, ready = self.valid.value, self.ready.value
+            if valid == 1 and ready == 1:
+                self._took(cycle)
                 self.transfer_cycles.append(cycle)
+            elif not (valid.is_resolvable and ready.is_resolvable):
+                # An X valid or ready is neither a transfer nor a quiet cycle: say so.
+                for signal, value in (("valid", valid), ("ready", ready)):
+                    if not value.is_resolvable:
+                        self._xz(cycle, f"{signal} is {value}")
+
+    def _xz(self, cycle, what):
+        self.xz_events.append({"port": self.name, "cycle": cycle, "what": what})
 
 
 class StreamDriver(_Port):
@@ -86,7 +103,7 @@ class StreamDriver(_Port):
         else:
             self.valid.value = 0
 
-    def _took(self):
+    def _took(self, cycle):
         self.sent += 1
 
 
@@ -107,5 +124,14 @@ class StreamMonitor(_Port):
     def _drive(self):
         self.ready.value = int(self.rng.random() >= self.stall)
 
-    def _took(self):
-        self.beats.append(self.payload.value.to_unsigned())
+    def _took(self, cycle):
+        payload = self.payload.value
+        try:
+            self.beats.append(payload.to_unsigned())
+        except ValueError:
+            # Keep the beat (X and Z read as 0) so later beats stay in step.
+            bits = str(payload)
+            unknown = sum(bit in "XZUW-" for bit in bits)
+            self._xz(cycle, f"payload has {unknown} X/Z of {len(bits)} bits (MSB first): "
+                            f"{bits}")
+            self.beats.append(int(bits.translate(str.maketrans("XZUW-LH", "0000001")), 2))

@@ -6,7 +6,9 @@ beats and idle probability, every output stream port with the packed beats the g
 model expects and its stall probability, and the seed. The testbench loads the config
 ports one after another, streams every input with random idle cycles, takes every output
 with random backpressure, compares each output in order against its expectation (the
-scoreboard), and writes what it saw to ``LINKCODEC_RESULT``.
+scoreboard), and writes what it saw to ``LINKCODEC_RESULT``. In a 4-state simulator it
+also fails on any X or Z in a valid, a ready or a transferred payload (``xz_events`` in
+the result).
 """
 
 import json
@@ -15,7 +17,7 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge, ReadOnly
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from linkcodec.sim.stream import StreamDriver, StreamMonitor
 
@@ -100,10 +102,20 @@ async def run_case(dut):
         "input_cycles": {name: source.transfer_cycles for name, source in tb.sources.items()},
         "output_cycles": {name: sink.transfer_cycles for name, sink in tb.sinks.items()},
         "timed_out": cycles >= limit,
+        # In cycle order (the stream ports start together; config ports count from
+        # their own start, before them), so the first listed is the first seen.
+        "xz_events": sorted((event for port in [*tb.configs, *tb.sources.values(),
+                                                *tb.sinks.values()]
+                             for event in port.xz_events), key=lambda event: event["cycle"]),
     }
     with open(os.environ["LINKCODEC_RESULT"], "w") as file:
         json.dump(result, file)
 
+    events = result["xz_events"]
+    assert not events, (
+        f"{len(events)} X/Z values on ports that are read; first: "
+        + "; ".join(f"{event['port']} cycle {event['cycle']}: {event['what']}"
+                    for event in events[:5]))
     assert not result["timed_out"], (
         f"no result after {limit} cycles: sent "
         + ", ".join(f"{name} {source.sent}/{len(source.beats)}"
