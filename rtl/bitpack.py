@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from .payload import word_layout, check_word_width
 
-__all__ = ["chunk_layout", "BitPacker", "BitUnpacker"]
+__all__ = ["chunk_layout", "word_entry_layout", "BitPacker", "BitUnpacker", "WordQueue"]
 
 
 def chunk_layout(chunk_width):
@@ -280,3 +280,99 @@ class BitUnpacker(wiring.Component):
         masked = Signal(depth)
         m.d.comb += masked.eq(aligned & keep)
         return masked
+
+
+def word_entry_layout(word_width):
+    """A word as :class:`WordQueue` holds it: ``data``, ``bits`` (0 after a word fault),
+    ``end`` (the word ends its frame, normally or at a fault) and ``fault``."""
+    return data.StructLayout({
+        "data": word_width,
+        "bits": word_layout(word_width)["bits"].shape,
+        "end": 1,
+        "fault": 1,
+    })
+
+
+class WordQueue(wiring.Component):
+    """The words of coded frames, held for a decoder that reads a word and the first bits
+    of the next one, with the word faults of ``docs/bitstream.md`` already applied.
+
+    A non-final word whose ``bits`` is not ``word_width``, or any word whose ``bits``
+    exceeds it, is a fault where the word's bits begin: it enters as an entry with
+    ``bits = 0, end = 1, fault = 1`` in its place, and the rest of its frame, up to and
+    including the word with ``last``, is dropped. Every other word enters as it came,
+    with ``end`` set on the word with ``last``. So each frame ends with exactly one
+    ``end`` entry, and the frame's bits end ``bits`` into it.
+
+    Ports: ``i`` (:func:`~.payload.word_layout` words), ``head`` and ``after`` (the
+    oldest entry and the one behind it, :func:`word_entry_layout`), ``head_ready`` (the
+    head may leave: the entry behind it is in, or the head ends its frame) and ``take``
+    (the user takes the head this cycle, while ``head_ready``).
+
+    Three entries deep. ``i.ready`` is a register (the queue has room, or it is dropping
+    the rest of a faulty frame), so it never depends on ``take``. A word taken at ``i``
+    is the head, or behind it, the next cycle; one entry leaves per cycle.
+    """
+
+    def __init__(self, *, word_width):
+        self._word_width = check_word_width(word_width)
+        entry = word_entry_layout(word_width)
+        super().__init__({
+            "i": In(stream.Signature(word_layout(word_width))),
+            "head": Out(entry),
+            "after": Out(entry),
+            "head_ready": Out(1),
+            "take": In(1),
+        })
+
+    @property
+    def word_width(self):
+        return self._word_width
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self._word_width
+        depth = 3
+        entries = [Signal(word_entry_layout(W), name=f"entry{index}") for index in range(depth)]
+        held = Signal(range(depth + 1))
+        dropping = Signal()               # discarding the rest of a faulty frame
+        m.d.comb += [
+            self.i.ready.eq(dropping | (held < depth)),
+            self.head.eq(entries[0]),
+            self.after.eq(entries[1]),
+            self.head_ready.eq((held > 1) | ((held == 1) & entries[0].end)),
+        ]
+
+        word = self.i.payload
+        fault = Signal()
+        m.d.comb += fault.eq((word.bits > W) | (~word.last & (word.bits != W)))
+        incoming = Signal(word_entry_layout(W))
+        m.d.comb += [
+            incoming.data.eq(word.data),
+            incoming.bits.eq(Mux(fault, 0, word.bits)),
+            incoming.end.eq(word.last | fault),
+            incoming.fault.eq(fault),
+        ]
+        taken = Signal()
+        m.d.comb += taken.eq(self.i.valid & self.i.ready)
+        push = Signal()
+        m.d.comb += push.eq(taken & ~dropping)
+        with m.If(taken & dropping & word.last):
+            m.d.sync += dropping.eq(0)
+        with m.If(push & fault & ~word.last):
+            m.d.sync += dropping.eq(1)
+
+        # ``take`` comes late in the user's cycle, so it only enables registers: what an
+        # entry loads is picked by registers alone (the entry above, or the incoming word).
+        pop = self.take
+        for index in range(depth):
+            loads = push & (held - pop == index)
+            if index + 1 < depth:
+                has_above = held > index + 1
+                with m.If((pop & has_above) | loads):
+                    m.d.sync += entries[index].eq(Mux(has_above, entries[index + 1], incoming))
+            else:
+                with m.If(loads):
+                    m.d.sync += entries[index].eq(incoming)
+        m.d.sync += held.eq(held - pop + push)
+        return m

@@ -312,24 +312,68 @@ class QlcEncoder(_QlcBlock):
         return m
 
 
+#: The shortest QLC code: a 3-bit prefix and no suffix.
+_MIN_CODE_LENGTH = 3
+
+
+def _frame_order(word):
+    """A word's bits in frame order: bit ``i`` is the word's ``i``-th bit on the wire (the
+    wire sends the MSB first), so a window of words is one vector, first bit at 0."""
+    from amaranth.hdl import Value
+
+    return Value.cast(word)[::-1]
+
+
+def _pick(m, candidates, index, low, width, name):
+    """``candidates[index - low]`` as a ``width``-bit mux. Where it matters ``index - low``
+    is in range; elsewhere (a loop that does not step) it gives 0, never X."""
+    from amaranth.hdl import Cat, Const
+
+    picked = Signal(width, name=name)
+    select_width = max(1, (len(candidates) - 1).bit_length())
+    padding = [Const(0, width)] * ((1 << select_width) - len(candidates))
+    vector = Cat(*[candidate[:width] for candidate in candidates], *padding)
+    select = (index - low)[:select_width]
+    m.d.comb += picked.eq(vector.word_select(select, width))
+    return picked
+
+
 class QlcDecoder(_QlcBlock):
     """QLC decoder: ``word_width``-bit words in, up to ``lanes`` e4m3 symbols a cycle out.
 
     Parameters as :class:`QlcEncoder`. Ports: ``i`` (:func:`word_layout` words), ``o``
     (:func:`symbol_layout` beats with ``error``), ``i_config`` (table writes).
 
-    Each cycle the decoder reads the 3-bit prefix of the next code, knows its length at
-    once, and chains the lanes' offsets, so one beat carries ``lanes`` symbols. It emits a
-    beat when all lanes are full or the frame ends; it never decodes pad bits.
-    Latency 2 cycles from a word to the first beat it completes. Throughput ``lanes``
-    symbols a cycle while codes average at most ``word_width / lanes`` bits. Under
-    backpressure on ``o`` the output register holds and the bit buffer fills, then
-    ``i.ready`` falls.
+    How it works. The only recurrence is where the next group of ``lanes`` codes starts.
+    Before the loop, each word gets, at each of its bit positions ``x``, a precomputed
+    *jump target*: where the code ``M`` codes after the one at ``x`` starts (``M``, the
+    jump, is 1 for 1 and 2 lanes, else ``lanes / 2``; pointer jumping, ``t2[x] =
+    t1[t1[x]]``, from code lengths that a per-position copy of the area table gives).
+    Words wait in a window of word-aligned slots; the loop holds a binary bit position
+    in it and takes ``lanes / M`` jumps a cycle, each a mux of precomputed targets, no
+    adder and no shift; the window drops its oldest word when the position passes it.
+    After the loop, a pipeline finds each lane's code (the lanes inside a jump, one
+    code length at a time), reads its area, checks it, and reads the rank-to-symbol table
+    (a block RAM with a registered read).
 
-    Bad input (an invalid code, a frame that ends inside a code, or a word whose ``bits``
-    exceeds ``word_width``): the decoder emits the symbols decoded before the fault, then
-    a beat with ``error = 1, last = 1``, drops the rest of the input frame up to and
-    including its ``last`` word, and decodes the next frame normally.
+    Latency (cycles from a word's transfer to the first output transfer that carries
+    something of it, no stalls): :attr:`latency`, for a word that starts a frame with the
+    next word right behind it; 8, 9, 11 and 15 cycles at 1, 2, 4 and 8 lanes and the
+    default word width (the queue and the jump targets want the next word; the lanes
+    inside a jump take 2 cycles each). Throughput ``lanes`` symbols a cycle while codes
+    average at most ``word_width / lanes`` bits (less a few cycles at each frame end). A beat is sent when all lanes are full or the frame ends; an empty
+    frame gives one beat with ``count = 0, last = 1``. Under backpressure on ``o`` every
+    stage after the loop holds, the loop and the window stop, and the input queue fills;
+    ``i.ready`` is a register, so it never depends on ``o.ready``.
+
+    Bad input (``docs/bitstream.md``, "Faults in words"): a non-final word whose
+    ``bits`` is not ``word_width``, or a word whose ``bits`` exceeds it, is a fault at the
+    frame position where the word's bits begin (:class:`~.bitpack.WordQueue`). Codes
+    are decoded up to the first word fault, invalid code (a suffix past its area's size)
+    or code that does not end within the frame's bits; then the frame ends with
+    ``error = 1, last = 1`` in the beat that would have held the next symbol (a full
+    beat of good symbols is followed by a beat of ``count = 0``). The rest of the frame,
+    up to and including its ``last`` word, is dropped; the next frame decodes normally.
     """
 
     def __init__(self, *, lanes=1, word_width=None, code=None):
@@ -339,82 +383,336 @@ class QlcDecoder(_QlcBlock):
             "i_config": In(stream.Signature(config_layout)),
         }, lanes=lanes, word_width=word_width, code=code)
 
+    @property
+    def jump(self):
+        """Codes per precomputed jump (``M``); the loop takes ``lanes / jump`` a cycle."""
+        lanes, width = self._lanes, self._word_width
+        jump = 1 if lanes <= 2 else lanes // 2
+        # A word's jump targets come from that word and the next one.
+        while jump > 1 and width + MAX_CODE_LENGTH * (jump - 1) + 2 > 2 * width:
+            jump //= 2
+        return jump
+
+    @property
+    def latency(self):
+        """Cycles from the transfer of a frame's first word to the first output transfer,
+        with the next word right behind it and no stalls."""
+        # Word to queue (1), queue to targets (1), window (1), loop (1), pipeline (2 per
+        # code of a jump, plus 1) and the table read; plus a word for each further window
+        # slot the first group touches.
+        span = MAX_CODE_LENGTH * self._lanes
+        return 8 + 2 * (self.jump - 1) + (span - 1) // self._word_width
+
+    def _geometry(self):
+        W, N, M = self._word_width, self._lanes, self.jump
+        span = MAX_CODE_LENGTH * N                  # most bits a group of codes takes
+        # A group may start at 0..last_start of the window; the loop drops one word a
+        # cycle at most, so groups that take more than a word need some slack.
+        last_start = W - 1 + (0 if span <= W else 8)
+        slots = -(-(last_start + span) // W)        # window words a group can touch
+        return W, N, M, N // M, span, last_start, slots
+
     def elaborate(self, platform):
+        from amaranth.hdl import Cat, Const
+        from amaranth.lib.memory import Memory
+
+        from .bitpack import WordQueue
+
         m = Module()
-        lanes = self._lanes
-        window_width = MAX_CODE_LENGTH * lanes
-        reads, areas = self._tables(m, self._code.rank_to_symbol)
+        W, N, M, S, span, last_start, Q = self._geometry()
+        pos_width = (Q * W).bit_length()            # a bit position in the window
+        target_width = (W - 1 + MAX_CODE_LENGTH * M).bit_length()   # a target in a word
 
-        m.submodules.unpacker = unpacker = BitUnpacker(
-            word_width=self._word_width, window_width=window_width)
-        wiring.connect(m, wiring.flipped(self.i), unpacker.i)
-        fill = unpacker.fill
+        # -- tables: the rank-to-symbol block RAM, copies of the areas in LUT RAM ---------
+        m.submodules.table = table = ConfigTable(
+            shape=8, depth=256, init=[int(entry) for entry in self._code.rank_to_symbol],
+            read_ports=N, config_layout=config_layout, registered=True)
+        m.d.comb += [self.i_config.ready.eq(1),
+                     table.config.valid.eq(self.i_config.valid),
+                     table.config.payload.eq(self.i_config.payload)]
+        areas = _area_entries(self._code)
+        config = self.i_config.payload
+        area_write = Signal()
+        m.d.comb += area_write.eq(self.i_config.valid & (config.addr >= AREA_BASE)
+                                  & (config.addr < AREA_BASE + 8))
+        area_value = area_layout(config.data)
 
-        offset = 0
-        in_run = 1              # every lane so far holds a valid, complete code
-        count = 0
-        consumed = 0
-        invalid = 0             # the first lane that is not in the run has a bad code
-        incomplete = 0          # ... or its code is not all in the buffer yet
-        for lane in range(lanes):
-            bits = Signal(MAX_CODE_LENGTH, name=f"bits{lane}")
-            m.d.comb += bits.eq((unpacker.window << offset)[window_width - MAX_CODE_LENGTH:
-                                                            window_width])
-            prefix = bits[8:]
-            entry = areas[prefix]
-            suffix_bits = entry.suffix_bits[:4]
-            pad = Signal(4, name=f"pad{lane}")
-            m.d.comb += pad.eq(8 - suffix_bits)
-            suffix = Signal(8, name=f"suffix{lane}")
-            m.d.comb += suffix.eq(bits[:8] >> pad)
-            length = Signal(range(MAX_CODE_LENGTH + 1), name=f"length{lane}")
-            m.d.comb += length.eq(3 + suffix_bits)
-            present = Signal(name=f"present{lane}")
-            m.d.comb += present.eq(offset + length <= fill)
-            valid_code = Signal(name=f"valid_code{lane}")
-            m.d.comb += valid_code.eq(suffix < entry.size)
-            m.d.comb += reads[lane].addr.eq((entry.base + suffix)[:8])
+        def area_table(name, *, whole):
+            """A copy of the 8 areas, loaded by the same config writes, with one
+            asynchronous read port: the whole entry, or only its suffix width."""
+            memory = Memory(shape=area_layout if whole else 4, depth=8,
+                            init=areas if whole else [entry["suffix_bits"] for entry in areas])
+            m.submodules[name] = memory
+            write = memory.write_port()
+            m.d.comb += [write.en.eq(area_write), write.addr.eq(config.addr[:3]),
+                         write.data.eq(area_value if whole else area_value.suffix_bits)]
+            return memory.read_port(domain="comb")
 
-            first_out = Signal(name=f"first_out{lane}")
-            m.d.comb += first_out.eq(in_run & ~(present & valid_code))
-            invalid = invalid | (first_out & present)
-            incomplete = incomplete | (first_out & ~present)
-            next_run = Signal(name=f"run{lane}")
-            m.d.comb += next_run.eq(in_run & present & valid_code)
-            count = count + next_run
-            consumed = consumed + Mux(next_run, length, 0)
-            in_run = next_run
-            next_offset = Signal(range(window_width + 1), name=f"offset{lane + 1}")
-            m.d.comb += next_offset.eq(offset + length)
-            offset = next_offset
+        def prefix_of(bits):
+            """The area a code's first 3 bits (frame order) name."""
+            return Cat(bits[2], bits[1], bits[0])
 
-        beat_count = Signal(range(lanes + 1))
-        beat_bits = Signal(range(window_width + 1))
-        m.d.comb += [beat_count.eq(count), beat_bits.eq(consumed)]
-        frame_end = Signal()
-        error = Signal()
-        fire = Signal()
-        m.d.comb += [
-            frame_end.eq(unpacker.tail & (beat_bits == fill)),
-            error.eq(unpacker.bad_word | invalid
-                     | (unpacker.tail & incomplete & (beat_bits != fill))),
-            fire.eq((beat_count == lanes) | frame_end | error),
-        ]
+        # -- input: word faults, then the queue ------------------------------------------
+        m.submodules.queue = queue = WordQueue(word_width=W)
+        wiring.connect(m, wiring.flipped(self.i), queue.i)
+        head = queue.head
 
-        advance = Signal()
+        # -- jump targets at every bit position of the head word ---------------------------
+        # t1[x] = x + the length of the code at x (from its prefix); t2[x] = t1[t1[x]];
+        # ... t_M[x], relative to the head word's first bit.
+        bits = Cat(_frame_order(head.data), _frame_order(queue.after.data))
+        level_targets = []
+        for position in range(W + MAX_CODE_LENGTH * (M - 1)):
+            read = area_table(f"length{position}", whole=False)
+            m.d.comb += read.addr.eq(prefix_of(bits[position:position + 3]))
+            target = Signal(target_width, name=f"t1_{position}")
+            m.d.comb += target.eq(position + _MIN_CODE_LENGTH + read.data)
+            level_targets.append(target)
+        level = 1
+        while level < M:
+            count = W + MAX_CODE_LENGTH * (M - 2 * level)
+            level_targets = [
+                _pick(m, level_targets[position + _MIN_CODE_LENGTH * level:
+                                       position + MAX_CODE_LENGTH * level + 1],
+                      level_targets[position], position + _MIN_CODE_LENGTH * level,
+                      target_width, f"t{2 * level}_{position}")
+                for position in range(count)]
+            level *= 2
+
+        # One register stage between the targets and the window: a slot loads from
+        # flip-flops, so the targets' logic is not copied for each slot.
+        slot_layout = data.StructLayout({
+            "valid": 1, "end": 1, "fault": 1, "bits": head.bits.shape(), "data": W,
+            "targets": data.ArrayLayout(target_width, W)})
+        prepared = Signal(slot_layout)
+        take = Signal()                              # the window takes the prepared word
+        m.d.comb += queue.take.eq(queue.head_ready & (~prepared.valid | take))
+        with m.If(queue.take):
+            m.d.sync += [prepared.valid.eq(1), prepared.end.eq(head.end),
+                         prepared.fault.eq(head.fault), prepared.bits.eq(head.bits),
+                         prepared.data.eq(head.data)]
+            m.d.sync += [prepared.targets[position].eq(level_targets[position])
+                         for position in range(W)]
+        with m.Elif(take):
+            m.d.sync += prepared.valid.eq(0)
+
+        # -- the window: Q word slots, slot 0 the oldest ------------------------------------
+        # A slot never written yet jumps by the shortest codes, so the loop only ever
+        # moves forward, even through a frame's end into slots of no frame.
+        idle = {"targets": [position + _MIN_CODE_LENGTH * M for position in range(W)]}
+        slots = [Signal(slot_layout, name=f"slot{index}", init=idle) for index in range(Q)]
+
+        # The first slot that ends a frame. (Combinational logic here is written as plain
+        # expressions, never under ``m.If``: an event-driven simulator then evaluates it
+        # at time 0 too, and no X lingers in it.)
+        end_known = Signal()
+        end_slot = Signal(range(Q))
+        end_pos = Signal(pos_width)                   # where the frame's bits end
+        end_fault = Signal()
+        found, slot_index, position, fault = 0, 0, 0, 0
+        for index in reversed(range(Q)):
+            ends = slots[index].valid & slots[index].end
+            found = ends | found
+            slot_index = Mux(ends, index, slot_index)
+            position = Mux(ends, index * W + slots[index].bits, position)
+            fault = Mux(ends, slots[index].fault, fault)
+        m.d.comb += [end_known.eq(found), end_slot.eq(slot_index), end_pos.eq(position),
+                     end_fault.eq(fault)]
+
+        # -- the loop: the bit position where the next group starts -------------------------
+        start = Signal(pos_width)
+        past_end = Signal()          # the position went past a frame end in slot 0
+        passed = Signal()            # ... or past one elsewhere (a cycle late)
+        skip = Signal(range(Q))      # slots of an ended frame still to drop
+        advance = Signal()           # every stage after the loop moves
         m.d.comb += advance.eq(~self.o.valid | self.o.ready)
+
+        # The slots the group touches (bits start .. start + span - 1) hold their words,
+        # or the frame ends before the first that does not.
+        window_ready = 1
+        for index in reversed(range(Q)):
+            touched = start + span > index * W if index else 1
+            window_ready = (~touched | slots[index].valid) & (
+                slots[index].end | window_ready)
+        ready = Signal()
+        m.d.comb += ready.eq(window_ready)
+
+        def target(position):
+            slot, offset = divmod(position, W)
+            return slot * W + slots[slot].targets[offset]
+
+        jumps = [start]                              # where each jump of the group starts
+        low, high = 0, last_start
+        for index in range(S):
+            jumps.append(_pick(m, [target(position) for position in range(low, high + 1)],
+                               jumps[-1], low, pos_width, f"jump{index + 1}"))
+            low += _MIN_CODE_LENGTH * M
+            high += MAX_CODE_LENGTH * M
+        group_end = jumps[-1]
+        crosses = Signal()
+        m.d.comb += crosses.eq(group_end >= W)
+
+        # What the loop does this cycle, one of: drop a slot of an ended frame (skip); end
+        # the frame (done: tell the pipeline, go to the next frame); run a group (step);
+        # note that the position is past a frame end in slot 0; drop slot 0 (slide) when
+        # the position is beyond it and too far on for a group.
+        skipping = Signal()
+        at_end = Signal()
+        in_reach = Signal()
+        done = Signal()
+        step = Signal()
+        slide = Signal()
+        shift = Signal()             # drop slot 0
+        m.d.comb += [
+            skipping.eq(skip != 0),
+            at_end.eq(~skipping & (past_end | passed)),
+            in_reach.eq(~skipping & ~at_end & (start <= last_start)),
+            done.eq(at_end & advance),
+            step.eq(in_reach & advance & ready),
+            slide.eq(~skipping & ~at_end & ~in_reach & ~slots[0].end),
+            shift.eq(skipping | done | (step & crosses & ~slots[0].end) | slide),
+        ]
+        # Whether the position passed the frame's end is worked out a cycle late, off the
+        # loop's path: one more group may run past it, and the pipeline drops its beat,
+        # as the frame's last beat has gone. (Not across a jump to the next frame.)
+        m.d.sync += passed.eq(end_known & (start >= end_pos + end_fault) & ~done & ~skipping)
+        with m.If(skipping):
+            m.d.sync += skip.eq(skip - 1)
+        with m.If(done):
+            m.d.sync += [skip.eq(end_slot), past_end.eq(0), start.eq(0)]
+        with m.If(step):
+            m.d.sync += [start.eq(Mux(crosses, group_end - W, group_end)),
+                         past_end.eq(crosses & slots[0].end)]
+        with m.If(~skipping & ~at_end & ~in_reach & slots[0].end):
+            m.d.sync += past_end.eq(1)
+        with m.If(slide):
+            m.d.sync += start.eq(start - W)
+
+        # Window update. ``shift`` is late, so it only enables registers: a slot loads the
+        # slot above if that holds a word, else the prepared word.
+        occupied = Signal(range(Q + 1))
+        m.d.comb += [occupied.eq(sum(slot.valid for slot in slots)),
+                     take.eq(prepared.valid & (~slots[Q - 1].valid | shift))]
+        for index in range(Q):
+            loads = take & (occupied - shift == index)
+            if index == Q - 1:
+                with m.If(loads):
+                    m.d.sync += slots[index].eq(prepared)
+                with m.Elif(shift):
+                    m.d.sync += slots[index].valid.eq(0)
+            else:
+                above = slots[index + 1]
+                with m.If(loads | shift):
+                    m.d.sync += slots[index].eq(Mux(above.valid, above, prepared))
+                    with m.If(~above.valid & ~loads):
+                        m.d.sync += slots[index].valid.eq(0)
+
+        # -- after the loop: one pipeline, every stage moves on ``advance`` ------------------
+        def stage(name, value):
+            register = Signal.like(value, name=name) if isinstance(value, Signal) \
+                else Signal(len(value), name=name)
+            with m.If(advance):
+                m.d.sync += register.eq(value)
+            return register
+
+        # Frame facts that travel with a group.
+        ctrl = {"valid": step | done, "done": done, "end_known": end_known,
+                "end_pos": end_pos, "fault": end_fault, "group_end": group_end}
+        ctrl = {key: stage(f"group_{key}", value) for key, value in ctrl.items()}
+        window_bits = stage("group_bits", Cat(*[_frame_order(slot.data) for slot in slots]))
+        subs = [stage(f"group_jump{index}", at) for index, at in enumerate(jumps[:S])]
+
+        def forward(name, values):
+            return [stage(f"{name}{index}", value) for index, value in enumerate(values)]
+
+        # Each jump's codes, aligned to its first code.
+        segment_width = MAX_CODE_LENGTH * M
+        padded = Cat(window_bits, Const(0, segment_width))
+        segments = forward("segment", [(padded >> at)[:segment_width] for at in subs])
+        subs = forward("segment_at", subs)
+        ctrl = {key: stage(f"segment_{key}", value) for key, value in ctrl.items()}
+
+        # Lane M * sub + i is code i of jump ``sub``: one code length at a time.
+        lanes = [None] * N
+        offsets = [Const(0, segment_width.bit_length()) for _ in range(S)]
+        for i in range(M):
+            if i == 0:
+                codes = [segment[:MAX_CODE_LENGTH] for segment in segments]
+            else:
+                codes = forward(f"code{i}_", [
+                    (Cat(segment, Const(0, MAX_CODE_LENGTH)) >> offset)[:MAX_CODE_LENGTH]
+                    for segment, offset in zip(segments, offsets)])
+                segments = forward(f"code{i}_segment", segments)
+                subs = forward(f"code{i}_at", subs)
+                offsets = forward(f"code{i}_offset", offsets)
+                ctrl = {key: stage(f"code{i}_{key}", value) for key, value in ctrl.items()}
+                lanes = [None if lane is None else
+                         {key: stage(f"code{i}_lane{index}_{key}", value)
+                          for key, value in lane.items()}
+                         for index, lane in enumerate(lanes)]
+            for sub in range(S):
+                lane = M * sub + i
+                code = codes[sub]
+                read = area_table(f"area{lane}", whole=True)
+                m.d.comb += read.addr.eq(prefix_of(code))
+                entry = read.data
+                suffix = Signal(8, name=f"suffix{lane}")
+                m.d.comb += suffix.eq(code[3:][::-1] >> (8 - entry.suffix_bits)[:4])
+                at = Signal(pos_width + 1, name=f"lane{lane}_at")
+                m.d.comb += at.eq(subs[sub] + offsets[sub])
+                after = Signal(pos_width + 1, name=f"lane{lane}_after")
+                m.d.comb += after.eq(at + _MIN_CODE_LENGTH + entry.suffix_bits)
+                present = ~ctrl["end_known"] | (at < ctrl["end_pos"])
+                complete = ~ctrl["end_known"] | (after <= ctrl["end_pos"])
+                lanes[lane] = {"present": present,
+                               "good": present & complete & (suffix < entry.size),
+                               "rank": (entry.base + suffix)[:8]}
+                offsets[sub] = (offsets[sub] + _MIN_CODE_LENGTH
+                                + entry.suffix_bits)[:len(offsets[sub])]
+            ctrl = {key: stage(f"lanes{i}_{key}", value) for key, value in ctrl.items()}
+            segments = forward(f"lanes{i}_segment", segments)
+            subs = forward(f"lanes{i}_at", subs)
+            offsets = forward(f"lanes{i}_offset", offsets)
+            lanes = [None if lane is None else
+                     {key: stage(f"lanes{i}_lane{index}_{key}", value)
+                      for key, value in lane.items()}
+                     for index, lane in enumerate(lanes)]
+
+        # The beat: symbols up to the first lane that is not good; the frame ends there,
+        # with an error unless that lane is past the frame's end in a frame with no fault.
+        run = 1
+        count = 0
+        error = 0
+        for lane in lanes:
+            error = error | (run & ~lane["good"] & lane["present"])
+            run = run & lane["good"]
+            count = count + run
+        frame_over = ctrl["end_known"] & (ctrl["group_end"] >= ctrl["end_pos"])
+        # (``done`` with no beat sent yet: the frame was empty.)
+        beat_count = Signal(range(N + 1))
+        beat_last = Signal()
+        beat_error = Signal()
+        m.d.comb += [
+            beat_count.eq(Mux(ctrl["done"], 0, count)),
+            beat_last.eq(ctrl["done"] | ~run | (frame_over & ~ctrl["fault"])),
+            beat_error.eq(Mux(ctrl["done"], ctrl["fault"], ~run & (error | ctrl["fault"]))),
+        ]
+        dropping = Signal()            # the frame's last beat has gone: drop the rest
+        with m.If(advance & ctrl["valid"]):
+            with m.If(ctrl["done"]):
+                m.d.sync += dropping.eq(0)
+            with m.Elif(~dropping & beat_last):
+                m.d.sync += dropping.eq(1)
+        for lane, read in zip(lanes, table.read):
+            m.d.comb += [read.addr.eq(lane["rank"]), read.en.eq(advance)]
         with m.If(advance):
             m.d.sync += [
-                self.o.valid.eq(fire),
+                self.o.valid.eq(ctrl["valid"] & ~dropping),
                 self.o.payload.count.eq(beat_count),
-                self.o.payload.last.eq(frame_end | error),
-                self.o.payload.error.eq(error),
+                self.o.payload.last.eq(beat_last),
+                self.o.payload.error.eq(beat_error),
             ]
-            for lane in range(lanes):
-                m.d.sync += self.o.payload.symbols[lane].eq(
-                    Mux(lane < beat_count, reads[lane].data, 0))
-        m.d.comb += [
-            unpacker.consume.eq(Mux(advance & fire, beat_bits, 0)),
-            unpacker.flush.eq(advance & fire & (frame_end | error)),
-        ]
+        for index, read in enumerate(table.read):
+            m.d.comb += self.o.payload.symbols[index].eq(
+                Mux(index < self.o.payload.count, read.data, 0))
         return m
