@@ -81,7 +81,7 @@ def report_row(block, lanes, *, word_width=None, seeds=1, build_root=None, progr
         "block": block,
         "lanes": lanes,
         "word_width": sim["word_width"],
-        "device": f"LFE5U-{fpga['device'].upper()}F speed {fpga['speed']}",
+        "device": f"LFE5U-{fpga['device'].upper().removesuffix('K')}F speed {fpga['speed']}",
         "luts": fpga["luts"],
         "ffs": fpga["ffs"],
         "ram_cells": fpga["ram_cells"],
