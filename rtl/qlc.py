@@ -324,18 +324,37 @@ def _frame_order(word):
     return Value.cast(word)[::-1]
 
 
-def _pick(m, candidates, index, low, width, name):
-    """``candidates[index - low]`` as a ``width``-bit mux. Where it matters ``index - low``
-    is in range; elsewhere (a loop that does not step) it gives 0, never X."""
+def _pick(m, candidates, index, width, name):
+    """``candidates[index]`` as a ``width``-bit mux (``None`` candidates are 0). Where it
+    matters ``index`` is in range; elsewhere (a loop that does not step) it gives 0,
+    never X."""
     from amaranth.hdl import Cat, Const
 
     picked = Signal(width, name=name)
     select_width = max(1, (len(candidates) - 1).bit_length())
-    padding = [Const(0, width)] * ((1 << select_width) - len(candidates))
-    vector = Cat(*[candidate[:width] for candidate in candidates], *padding)
-    select = (index - low)[:select_width]
-    m.d.comb += picked.eq(vector.word_select(select, width))
+    candidates = candidates + [None] * ((1 << select_width) - len(candidates))
+    level = [Const(0, width) if candidate is None else candidate[:width]
+             for candidate in candidates]
+    for bit in range(select_width):
+        level = [Mux(index[bit], high, low) for low, high in zip(level[0::2], level[1::2])]
+    m.d.comb += picked.eq(level[0])
     return picked
+
+
+def _bits_at(value, amount, width, reach):
+    """``value[amount:amount + width]`` (0 past its end) for ``0 <= amount <= reach``: a
+    shifter that takes its largest step first, so each stage keeps only the bits that the
+    later ones can still reach (a ``>>`` would shift the whole vector at every stage)."""
+    from amaranth.hdl import Cat, Const, Value
+
+    steps = max(1, reach.bit_length())
+    value = Value.cast(value)
+    value = Cat(value, Const(0, max(0, width + (1 << steps) - 1 - len(value))))
+    for bit in reversed(range(steps)):
+        step = 1 << bit
+        keep = width + step - 1
+        value = Mux(amount[bit], value[step:step + keep], value[:keep])
+    return value[:width]
 
 
 class QlcDecoder(_QlcBlock):
@@ -397,11 +416,13 @@ class QlcDecoder(_QlcBlock):
     def latency(self):
         """Cycles from the transfer of a frame's first word to the first output transfer,
         with the next word right behind it and no stalls."""
-        # Word to queue (1), queue to targets (1), window (1), loop (1), pipeline (2 per
-        # code of a jump, plus 1) and the table read; plus a word for each further window
-        # slot the first group touches.
+        # Word to queue (1), queue to targets (1, and 1 per doubling after the first),
+        # window (1), loop (1), pipeline (2 per code of a jump, plus 1) and the table
+        # read; plus a word for each further window slot the first group touches.
         span = MAX_CODE_LENGTH * self._lanes
-        return 8 + 2 * (self.jump - 1) + (span - 1) // self._word_width
+        doublings = (self.jump - 1).bit_length()
+        return (8 + max(0, doublings - 1) + 2 * (self.jump - 1)
+                + (span - 1) // self._word_width)
 
     def _geometry(self):
         W, N, M = self._word_width, self._lanes, self.jump
@@ -413,7 +434,7 @@ class QlcDecoder(_QlcBlock):
         return W, N, M, N // M, span, last_start, slots
 
     def elaborate(self, platform):
-        from amaranth.hdl import Cat, Const
+        from amaranth.hdl import Cat, Const, Value
         from amaranth.lib.memory import Memory
 
         from .bitpack import WordQueue
@@ -435,17 +456,35 @@ class QlcDecoder(_QlcBlock):
         area_write = Signal()
         m.d.comb += area_write.eq(self.i_config.valid & (config.addr >= AREA_BASE)
                                   & (config.addr < AREA_BASE + 8))
-        area_value = area_layout(config.data)
+        # A suffix width over 8 (not a layout) is taken as 8, so every code has a length
+        # of 3..11 and the loop moves on whatever the tables hold.
+        written = area_layout(config.data)
+        suffix_bits = Signal(4)
+        m.d.comb += suffix_bits.eq(Mux(written.suffix_bits > 8, 8, written.suffix_bits))
+        area_value = area_layout(Cat(suffix_bits, written.as_value()[4:]))
+
+        # A lane's copy holds, instead of the area's size, its *limit*: size << (8 - k).
+        # A code's 8 bits after its prefix are below the limit exactly when its suffix is
+        # below the size, so the check needs no shift first.
+        lane_area_layout = data.StructLayout({"suffix_bits": 4, "base": 9, "limit": 9})
+        limit = Signal(9)
+        m.d.comb += limit.eq(written.size << (8 - suffix_bits)[:4])
+        lane_area_value = Cat(suffix_bits, written.base, limit)
 
         def area_table(name, *, whole):
             """A copy of the 8 areas, loaded by the same config writes, with one
-            asynchronous read port: the whole entry, or only its suffix width."""
-            memory = Memory(shape=area_layout if whole else 4, depth=8,
-                            init=areas if whole else [entry["suffix_bits"] for entry in areas])
+            asynchronous read port: a lane's entry, or only the suffix width."""
+            if whole:
+                init = [{"suffix_bits": entry["suffix_bits"], "base": entry["base"],
+                         "limit": entry["size"] << (8 - entry["suffix_bits"])}
+                        for entry in areas]
+            else:
+                init = [entry["suffix_bits"] for entry in areas]
+            memory = Memory(shape=lane_area_layout if whole else 4, depth=8, init=init)
             m.submodules[name] = memory
             write = memory.write_port()
             m.d.comb += [write.en.eq(area_write), write.addr.eq(config.addr[:3]),
-                         write.data.eq(area_value if whole else area_value.suffix_bits)]
+                         write.data.eq(lane_area_value if whole else suffix_bits)]
             return memory.read_port(domain="comb")
 
         def prefix_of(bits):
@@ -458,26 +497,46 @@ class QlcDecoder(_QlcBlock):
         head = queue.head
 
         # -- jump targets at every bit position of the head word ---------------------------
-        # t1[x] = x + the length of the code at x (from its prefix); t2[x] = t1[t1[x]];
-        # ... t_M[x], relative to the head word's first bit.
+        # The code ``level`` codes after the one at x starts at x + 3 * level + excess[x],
+        # excess 0 .. 8 * level. Level 1: the suffix width of the area x's prefix names;
+        # level 2l: excess[x] + excess[x + 3l + excess[x]] (a mux the excess selects, no
+        # subtraction). The targets are relative to the head word's first bit.
         bits = Cat(_frame_order(head.data), _frame_order(queue.after.data))
-        level_targets = []
+        excess = []
         for position in range(W + MAX_CODE_LENGTH * (M - 1)):
             read = area_table(f"length{position}", whole=False)
             m.d.comb += read.addr.eq(prefix_of(bits[position:position + 3]))
-            target = Signal(target_width, name=f"t1_{position}")
-            m.d.comb += target.eq(position + _MIN_CODE_LENGTH + read.data)
-            level_targets.append(target)
+            excess.append(read.data)
+        # The word travels with its targets; from level 4 on, a register stage between
+        # levels, so a cycle holds one pick and one add. ``ready`` flows back from the
+        # window; a stage loads when it is empty or its word moves on.
+        word = {"end": head.end, "fault": head.fault, "bits": head.bits, "data": head.data}
+        valid = queue.head_ready
+        loads = []                                   # each stage's load enable, in order
         level = 1
         while level < M:
-            count = W + MAX_CODE_LENGTH * (M - 2 * level)
-            level_targets = [
-                _pick(m, level_targets[position + _MIN_CODE_LENGTH * level:
-                                       position + MAX_CODE_LENGTH * level + 1],
-                      level_targets[position], position + _MIN_CODE_LENGTH * level,
-                      target_width, f"t{2 * level}_{position}")
-                for position in range(count)]
+            if level > 1:
+                here = Signal(name=f"level{level}_valid")
+                load = Signal(name=f"level{level}_load")
+                registered = {key: Signal.like(value, name=f"level{level}_{key}")
+                              for key, value in word.items()}
+                kept = [Signal.like(value, name=f"level{level}_excess{position}")
+                        for position, value in enumerate(excess)]
+                with m.If(load):
+                    m.d.sync += here.eq(valid)
+                    m.d.sync += [registered[key].eq(value) for key, value in word.items()]
+                    m.d.sync += [register.eq(value) for register, value in zip(kept, excess)]
+                loads.append((load, here))
+                valid, word, excess = here, registered, kept
+            spread = (MAX_CODE_LENGTH - _MIN_CODE_LENGTH) * level      # excess 0 .. spread
+            further = [
+                _pick(m, excess[position + _MIN_CODE_LENGTH * level:][:spread + 1],
+                      excess[position], len(excess[position]), f"further{level}_{position}")
+                for position in range(W + MAX_CODE_LENGTH * (M - 2 * level))]
+            excess = [Value.cast(own + more) for own, more in zip(excess, further)]
             level *= 2
+        targets = [position + _MIN_CODE_LENGTH * M + own for position, own in
+                   zip(range(W), excess)]
 
         # One register stage between the targets and the window: a slot loads from
         # flip-flops, so the targets' logic is not copied for each slot.
@@ -486,15 +545,18 @@ class QlcDecoder(_QlcBlock):
             "targets": data.ArrayLayout(target_width, W)})
         prepared = Signal(slot_layout)
         take = Signal()                              # the window takes the prepared word
-        m.d.comb += queue.take.eq(queue.head_ready & (~prepared.valid | take))
-        with m.If(queue.take):
-            m.d.sync += [prepared.valid.eq(1), prepared.end.eq(head.end),
-                         prepared.fault.eq(head.fault), prepared.bits.eq(head.bits),
-                         prepared.data.eq(head.data)]
-            m.d.sync += [prepared.targets[position].eq(level_targets[position])
+        load = Signal()
+        m.d.comb += load.eq(~prepared.valid | take)
+        with m.If(load):
+            m.d.sync += [prepared.valid.eq(valid), prepared.end.eq(word["end"]),
+                         prepared.fault.eq(word["fault"]), prepared.bits.eq(word["bits"]),
+                         prepared.data.eq(word["data"])]
+            m.d.sync += [prepared.targets[position].eq(targets[position])
                          for position in range(W)]
-        with m.Elif(take):
-            m.d.sync += prepared.valid.eq(0)
+        for stage_load, stage_valid in reversed(loads):
+            m.d.comb += stage_load.eq(~stage_valid | load)
+            load = stage_load
+        m.d.comb += queue.take.eq(queue.head_ready & load)
 
         # -- the window: Q word slots, slot 0 the oldest ------------------------------------
         # A slot never written yet jumps by the shortest codes, so the loop only ever
@@ -544,8 +606,9 @@ class QlcDecoder(_QlcBlock):
         jumps = [start]                              # where each jump of the group starts
         low, high = 0, last_start
         for index in range(S):
-            jumps.append(_pick(m, [target(position) for position in range(low, high + 1)],
-                               jumps[-1], low, pos_width, f"jump{index + 1}"))
+            # (indexed by the position itself, from 0, so that no subtraction comes first)
+            candidates = [None] * low + [target(position) for position in range(low, high + 1)]
+            jumps.append(_pick(m, candidates, jumps[-1], pos_width, f"jump{index + 1}"))
             low += _MIN_CODE_LENGTH * M
             high += MAX_CODE_LENGTH * M
         group_end = jumps[-1]
@@ -627,8 +690,9 @@ class QlcDecoder(_QlcBlock):
 
         # Each jump's codes, aligned to its first code.
         segment_width = MAX_CODE_LENGTH * M
-        padded = Cat(window_bits, Const(0, segment_width))
-        segments = forward("segment", [(padded >> at)[:segment_width] for at in subs])
+        segments = forward("segment", [
+            _bits_at(window_bits, at, segment_width, last_start + MAX_CODE_LENGTH * M * index)
+            for index, at in enumerate(subs)])
         subs = forward("segment_at", subs)
         ctrl = {key: stage(f"segment_{key}", value) for key, value in ctrl.items()}
 
@@ -640,7 +704,7 @@ class QlcDecoder(_QlcBlock):
                 codes = [segment[:MAX_CODE_LENGTH] for segment in segments]
             else:
                 codes = forward(f"code{i}_", [
-                    (Cat(segment, Const(0, MAX_CODE_LENGTH)) >> offset)[:MAX_CODE_LENGTH]
+                    _bits_at(segment, offset, MAX_CODE_LENGTH, MAX_CODE_LENGTH * i)
                     for segment, offset in zip(segments, offsets)])
                 segments = forward(f"code{i}_segment", segments)
                 subs = forward(f"code{i}_at", subs)
@@ -656,17 +720,19 @@ class QlcDecoder(_QlcBlock):
                 read = area_table(f"area{lane}", whole=True)
                 m.d.comb += read.addr.eq(prefix_of(code))
                 entry = read.data
-                suffix = Signal(8, name=f"suffix{lane}")
-                m.d.comb += suffix.eq(code[3:][::-1] >> (8 - entry.suffix_bits)[:4])
+                field = code[3:][::-1]            # the 8 bits after the prefix, MSB first
                 at = Signal(pos_width + 1, name=f"lane{lane}_at")
                 m.d.comb += at.eq(subs[sub] + offsets[sub])
-                after = Signal(pos_width + 1, name=f"lane{lane}_after")
-                m.d.comb += after.eq(at + _MIN_CODE_LENGTH + entry.suffix_bits)
-                present = ~ctrl["end_known"] | (at < ctrl["end_pos"])
-                complete = ~ctrl["end_known"] | (after <= ctrl["end_pos"])
+                # the bits left in the frame from the code's start, beside the table read
+                room = Signal(range(-(1 << pos_width) - 1, 1 << pos_width), name=f"room{lane}")
+                m.d.comb += room.eq(ctrl["end_pos"] - at)
+                present = ~ctrl["end_known"] | (room > 0)
+                complete = ~ctrl["end_known"] | (room >= _MIN_CODE_LENGTH + entry.suffix_bits)
+                # (the rank, base + suffix, is worked out in the beat's stage)
                 lanes[lane] = {"present": present,
-                               "good": present & complete & (suffix < entry.size),
-                               "rank": (entry.base + suffix)[:8]}
+                               "good": present & complete & (field < entry.limit),
+                               "base": entry.base, "field": field,
+                               "suffix_bits": entry.suffix_bits}
                 offsets[sub] = (offsets[sub] + _MIN_CODE_LENGTH
                                 + entry.suffix_bits)[:len(offsets[sub])]
             ctrl = {key: stage(f"lanes{i}_{key}", value) for key, value in ctrl.items()}
@@ -704,7 +770,8 @@ class QlcDecoder(_QlcBlock):
             with m.Elif(~dropping & beat_last):
                 m.d.sync += dropping.eq(1)
         for lane, read in zip(lanes, table.read):
-            m.d.comb += [read.addr.eq(lane["rank"]), read.en.eq(advance)]
+            suffix = lane["field"] >> (8 - lane["suffix_bits"])[:4]
+            m.d.comb += [read.addr.eq((lane["base"] + suffix)[:8]), read.en.eq(advance)]
         with m.If(advance):
             m.d.sync += [
                 self.o.valid.eq(ctrl["valid"] & ~dropping),
