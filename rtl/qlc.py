@@ -461,7 +461,6 @@ class QlcDecoder(_QlcBlock):
         written = area_layout(config.data)
         suffix_bits = Signal(4)
         m.d.comb += suffix_bits.eq(Mux(written.suffix_bits > 8, 8, written.suffix_bits))
-        area_value = area_layout(Cat(suffix_bits, written.as_value()[4:]))
 
         # A lane's copy holds, instead of the area's size, its *limit*: size << (8 - k).
         # A code's 8 bits after its prefix are below the limit exactly when its suffix is
