@@ -122,11 +122,11 @@ class _QlcBlock(wiring.Component):
         return self._code
 
     def _tables(self, m, table_init):
-        """The table memory (one read port per lane) and the area registers, both loaded
-        through ``i_config``; returns the read ports and the areas."""
+        """The table memory (one registered read port per lane) and the area registers,
+        both loaded through ``i_config``; returns the read ports and the areas."""
         m.submodules.table = table = ConfigTable(
             shape=8, depth=256, init=[int(entry) for entry in table_init],
-            read_ports=self._lanes, config_layout=config_layout)
+            read_ports=self._lanes, config_layout=config_layout, registered=True)
         m.submodules.areas = areas = ConfigRegisters(
             shape=area_layout, depth=8, init=_area_entries(self._code),
             config_layout=config_layout, base=AREA_BASE)
@@ -193,24 +193,10 @@ class QlcEncoder(_QlcBlock):
         # read, rank, area, code, one per tree level, and the packer's two stages
         return 6 + self._lanes.bit_length() - 1
 
-    def _registered_tables(self, m):
-        """The rank table (one registered read port per lane) and the area registers."""
-        m.submodules.table = table = ConfigTable(
-            shape=8, depth=256, init=[int(entry) for entry in self._code.symbol_to_rank],
-            read_ports=self._lanes, config_layout=config_layout, registered=True)
-        m.submodules.areas = areas = ConfigRegisters(
-            shape=area_layout, depth=8, init=_area_entries(self._code),
-            config_layout=config_layout, base=AREA_BASE)
-        m.d.comb += self.i_config.ready.eq(1)
-        for listener in (table.config, areas.config):
-            m.d.comb += [listener.valid.eq(self.i_config.valid),
-                         listener.payload.eq(self.i_config.payload)]
-        return table.read, areas.entries
-
     def elaborate(self, platform):
         m = Module()
         lanes = self._lanes
-        reads, areas = self._registered_tables(m)
+        reads, areas = self._tables(m, self._code.symbol_to_rank)
 
         m.submodules.packer = packer = BitPacker(
             chunk_width=MAX_CODE_LENGTH * lanes, word_width=self._word_width)
