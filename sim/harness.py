@@ -35,7 +35,7 @@ from ..rtl.payload import pack, unpack
 from . import runner
 from .blocks import get_block
 
-__all__ = ["XZValueError", "run_beats", "run_frames", "stream_ports"]
+__all__ = ["XZValueError", "first_mismatch", "run_beats", "run_frames", "stream_ports"]
 
 
 class XZValueError(RuntimeError):
@@ -175,6 +175,19 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
         "seed": seed,
         "build_dir": str(build_dir),
     }
+
+
+def first_mismatch(result):
+    """Where a :func:`run_beats` or :func:`run_frames` result first departs from what was
+    expected, in words: the port, the beat and both values, or a beat count."""
+    for port, beats in result["output"].items():
+        expected = result["expected"][port]
+        for index, (got, want) in enumerate(zip(beats, expected)):
+            if got != want:
+                return f"{port}: first mismatch at beat {index}: got {got}, expected {want}"
+        if len(beats) != len(expected):
+            return f"{port}: got {len(beats)} beats, expected {len(expected)}"
+    return "no mismatch"
 
 
 def run_frames(block, frames, *, lanes, word_width=None, tables=None, runtime_config=True,

@@ -18,7 +18,7 @@ from linkcodec.rtl.payload import config_write_layout, symbol_layout
 from linkcodec.rtl.table import ConfigRegisters
 from linkcodec.sim.beats import symbol_beats
 from linkcodec.sim.block import BlockDescription
-from linkcodec.sim.harness import run_beats, run_frames, stream_ports
+from linkcodec.sim.harness import first_mismatch, run_beats, run_frames, stream_ports
 
 IDLE, STALL = 0.3, 0.3
 
@@ -151,6 +151,7 @@ def test_the_scoreboard_catches_a_wrong_beat(seed):
                        idle=IDLE, stall=STALL, seed=seed, name="test_inverter_8_l1")
     assert not result["bit_exact"]
     assert result["output"]["o"][6]["symbols"] == [255 - 6]
+    assert first_mismatch(result).startswith("o: first mismatch at beat 6: got {'symbols': [249]")
 
 
 @pytest.mark.parametrize("runtime_config", [True, False])

@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 from linkcodec.bundled import bundled_files
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.sim.blocks import BLOCKS
-from linkcodec.sim.harness import XZValueError, run_beats, run_frames
+from linkcodec.sim.harness import XZValueError, first_mismatch, run_beats, run_frames
 
 LANES = 4
 IDLE, STALL = 0.3, 0.3
@@ -56,17 +56,6 @@ def stimulus_frames(dtype, lanes):
         rng.integers(0, 256, lanes + 1),
         real,
     ]]
-
-
-def first_mismatch(result):
-    for port, beats in result["output"].items():
-        expected = result["expected"][port]
-        for index, (got, want) in enumerate(zip(beats, expected)):
-            if got != want:
-                return f"{port}: first mismatch at beat {index}: got {got}, expected {want}"
-        if len(beats) != len(expected):
-            return f"{port}: got {len(beats)} beats, expected {len(expected)}"
-    return "no mismatch"
 
 
 @pytest.mark.parametrize("name", [

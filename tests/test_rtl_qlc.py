@@ -13,7 +13,7 @@ from linkcodec.bundled import bundled_files
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.rtl.qlc import QlcDecoder, QlcEncoder, config_writes
 from linkcodec.sim.beats import decoder_beats, frame_words, symbol_beats
-from linkcodec.sim.harness import run_beats, run_frames
+from linkcodec.sim.harness import first_mismatch, run_beats, run_frames
 
 LANES = [1, 2, 4, 8]
 IDLE, STALL = 0.3, 0.3
@@ -50,17 +50,6 @@ def adapted_code():
     return code
 
 
-def describe(result):
-    for port, beats in result["output"].items():
-        expected = result["expected"][port]
-        for index, (got, want) in enumerate(zip(beats, expected)):
-            if got != want:
-                return f"{port}: first mismatch at beat {index}: got {got}, expected {want}"
-        if len(beats) != len(expected):
-            return f"{port}: got {len(beats)} beats, expected {len(expected)}"
-    return "no mismatch"
-
-
 def same_build(block, lanes):
     """Cases that share a Verilator build run on one xdist worker, one after another."""
     return pytest.param(block, lanes, marks=pytest.mark.xdist_group(f"{block}-{lanes}"),
@@ -76,7 +65,7 @@ def test_bit_exact_with_runtime_tables(block, lanes, seed):
     """Every stimulus, with an adapted code loaded through ``i_config`` at run time."""
     result = run_frames(block, stimulus_frames(lanes), lanes=lanes, tables=adapted_code(),
                      idle=IDLE, stall=STALL, seed=seed)
-    assert result["bit_exact"], f"seed {seed}: {describe(result)}"
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
 
 
 @pytest.mark.parametrize("block", ["qlc-encoder", "qlc-decoder"])
@@ -87,7 +76,7 @@ def test_bit_exact_with_elaborated_tables(block, seed):
     code = QlcCode.from_pmf(counts, layout=QlcLayout.base())
     result = run_frames(block, stimulus_frames(lanes), lanes=lanes, tables=code,
                         runtime_config=False, idle=IDLE, stall=STALL, seed=seed)
-    assert result["bit_exact"], f"seed {seed}: {describe(result)}"
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
 
 
 @pytest.mark.parametrize(("block", "lanes"), BLOCK_LANES)
@@ -143,7 +132,7 @@ def test_decoder_recovers_from_bad_frames(block, lanes, seed):
                        config={"i_config": config_writes(code, block="decoder")},
                        inputs={"i": words}, expected={"o": expected}, idle=IDLE,
                        stall=STALL, seed=seed, name=f"qlc-decoder-l{lanes}")
-    assert result["bit_exact"], f"seed {seed}: {describe(result)}"
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
 
 
 @pytest.mark.xdist_group("qlc-decoder-1")
