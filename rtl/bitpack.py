@@ -1,8 +1,8 @@
-"""Bit packing and unpacking between variable-length chunks and fixed-width words.
+"""Between variable-length chunks and fixed-width words.
 
-Both blocks keep their bits MSB-aligned in a shift register: the first bit of the stream
-is always the register's most significant bit, which is the bit order of
-``docs/bitstream.md``.
+:class:`BitPacker` packs an encoder's chunks into words, MSB first (the bit order of
+``docs/bitstream.md``); :class:`WordQueue` takes a decoder's words, checks their ``bits``
+counts and holds them word-aligned.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from .payload import word_layout, check_word_width
 
-__all__ = ["chunk_layout", "word_entry_layout", "BitPacker", "BitUnpacker", "WordQueue"]
+__all__ = ["chunk_layout", "word_entry_layout", "BitPacker", "WordQueue"]
 
 
 def chunk_layout(chunk_width):
@@ -179,107 +179,6 @@ class BitPacker(wiring.Component):
             step.eq(count_next + upcoming <= N),
         ]
         return m
-
-
-class BitUnpacker(wiring.Component):
-    """Unpacks ``word_width``-bit words into a window of the next ``window_width`` bits.
-
-    ``window`` shows the oldest unconsumed bits, MSB first; ``fill`` says how many of them
-    (up to the buffer depth) are real; ``tail`` says the frame's last word is in the
-    buffer, so no more bits of this frame will come. The user takes bits by setting
-    ``consume`` (at most ``min(fill, window_width)``) for one cycle.
-
-    ``flush`` ends the frame: the buffer is emptied and, unless the frame's last word had
-    already arrived (the normal end), incoming words are dropped up to and including the
-    next word with ``last`` (the recovery after an error). ``bad_word`` is set while the buffer holds bits of a word whose
-    ``bits`` count exceeded ``word_width`` (such a word is read as ``word_width`` bits).
-
-    A word is taken only while ``fill + word_width`` fits the buffer (``2 * word_width +
-    window_width`` bits) and no tail is waiting, so ``i.ready`` never depends on
-    ``consume``; at most one word per cycle enters.
-    """
-
-    def __init__(self, *, word_width, window_width):
-        if not isinstance(window_width, int) or window_width < 1:
-            raise ValueError(f"window_width must be a positive integer, not {window_width!r}")
-        self._word_width = check_word_width(word_width)
-        self._window_width = window_width
-        self._depth = 2 * word_width + window_width
-        super().__init__({
-            "i": In(stream.Signature(word_layout(word_width))),
-            "window": Out(window_width),
-            "fill": Out(range(self._depth + 1)),
-            "tail": Out(1),
-            "bad_word": Out(1),
-            "consume": In(range(window_width + 1)),
-            "flush": In(1),
-        })
-
-    @property
-    def word_width(self):
-        return self._word_width
-
-    @property
-    def window_width(self):
-        return self._window_width
-
-    def elaborate(self, platform):
-        m = Module()
-        W, depth = self._word_width, self._depth
-
-        buffer = Signal(depth)
-        dropping = Signal()               # discarding the rest of an aborted frame
-
-        m.d.comb += [
-            self.window.eq(buffer[depth - self._window_width:]),
-            self.i.ready.eq(dropping | (~self.tail & (self.fill <= depth - W))),
-        ]
-
-        kept = Signal.like(buffer)
-        kept_fill = Signal.like(self.fill)
-        m.d.comb += [
-            kept.eq((buffer << self.consume)[:depth]),
-            kept_fill.eq(self.fill - self.consume),
-        ]
-
-        bits = Signal(range(W + 1))
-        m.d.comb += bits.eq(Mux(self.i.payload.bits > W, W, self.i.payload.bits))
-        taken = Signal()
-        m.d.comb += taken.eq(self.i.valid & self.i.ready)
-
-        with m.If(self.flush):
-            m.d.sync += [buffer.eq(0), self.fill.eq(0), self.tail.eq(0), self.bad_word.eq(0)]
-            # Drop the rest of the frame unless its last word is already in (or arriving).
-            with m.If(~self.tail & ~(taken & self.i.payload.last)):
-                m.d.sync += dropping.eq(1)
-        with m.Elif(dropping):
-            m.d.sync += [buffer.eq(kept), self.fill.eq(kept_fill)]
-            with m.If(taken & self.i.payload.last):
-                m.d.sync += dropping.eq(0)
-        with m.Elif(taken):
-            aligned = Signal(depth)
-            m.d.comb += aligned.eq(Cat(Const(0, depth - W), self.i.payload.data))
-            # Bits past the word's count are pad: mask them so they never reach a decoder.
-            m.d.sync += [
-                buffer.eq(kept | (self._masked(m, aligned, bits, depth) >> kept_fill)[:depth]),
-                self.fill.eq(kept_fill + bits),
-                self.tail.eq(self.i.payload.last),
-                self.bad_word.eq(self.bad_word | (self.i.payload.bits > W)),
-            ]
-        with m.Else():
-            m.d.sync += [buffer.eq(kept), self.fill.eq(kept_fill)]
-
-        return m
-
-    @staticmethod
-    def _masked(m, aligned, bits, depth):
-        """``aligned`` with every bit after its first ``bits`` (from the MSB) cleared."""
-        keep = Signal(depth)
-        ones = Const((1 << depth) - 1, depth)
-        m.d.comb += keep.eq(~(ones >> bits)[:depth])
-        masked = Signal(depth)
-        m.d.comb += masked.eq(aligned & keep)
-        return masked
 
 
 def word_entry_layout(word_width):

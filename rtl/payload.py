@@ -2,7 +2,8 @@
 
 Every codec block moves two kinds of beats:
 
-* **symbol beats**: ``lanes`` symbols of ``width`` bits per beat (8 for e4m3, 16 for bf16), a ``count`` of how many lanes hold a
+* **symbol beats**: ``lanes`` symbols of ``width`` bits per beat (8 for e4m3, 16 for
+  bf16), a ``count`` of how many lanes hold a
   symbol (lanes ``0 .. count-1``, in stream order), and ``last`` on the beat that ends a
   frame; a decoder's output beats also carry ``error``;
 * **word beats**: ``width`` bits of a coded frame (first bit in the MSB), a ``bits`` count of

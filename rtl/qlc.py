@@ -26,13 +26,14 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..golden.qlc import QlcCode
-from .bitpack import BitPacker, BitUnpacker
+from .bitpack import BitPacker
 from .payload import symbol_layout, word_layout, check_lanes, check_word_width
 from .payload import config_write_layout
 from .table import ConfigRegisters, ConfigTable
 
 __all__ = [
-    "MAX_CODE_LENGTH", "AREA_BASE", "area_layout", "config_layout", "default_word_width", "config_writes",
+    "MAX_CODE_LENGTH", "AREA_BASE", "area_layout", "config_layout", "default_word_width",
+    "config_writes",
     "QlcEncoder", "QlcDecoder",
 ]
 
@@ -314,7 +315,7 @@ def _pick(m, candidates, index, width, name):
     """``candidates[index]`` as a ``width``-bit mux (``None`` candidates are 0). Where it
     matters ``index`` is in range; elsewhere (a loop that does not step) it gives 0,
     never X."""
-    from amaranth.hdl import Cat, Const
+    from amaranth.hdl import Const
 
     picked = Signal(width, name=name)
     select_width = max(1, (len(candidates) - 1).bit_length())
@@ -366,8 +367,9 @@ class QlcDecoder(_QlcBlock):
     next word right behind it; 8, 9, 11 and 15 cycles at 1, 2, 4 and 8 lanes and the
     default word width (the queue and the jump targets want the next word; the lanes
     inside a jump take 2 cycles each). Throughput ``lanes`` symbols a cycle while codes
-    average at most ``word_width / lanes`` bits (less a few cycles at each frame end). A beat is sent when all lanes are full or the frame ends; an empty
-    frame gives one beat with ``count = 0, last = 1``. Under backpressure on ``o`` every
+    average at most ``word_width / lanes`` bits (less a few cycles at each frame end). A
+    beat is sent when all lanes are full or the frame ends; an empty frame gives one beat
+    with ``count = 0, last = 1``. Under backpressure on ``o`` every
     stage after the loop holds, the loop and the window stop, and the input queue fills;
     ``i.ready`` is a register, so it never depends on ``o.ready``.
 
