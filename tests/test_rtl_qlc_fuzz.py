@@ -29,16 +29,6 @@ from linkcodec.cli import main
 IDLE, STALL = 0.3, 0.3
 BASE = QlcCode.base()
 
-# Today's decoder breaks the word-fault rule of docs/bitstream.md in two ways; these
-# xfails go when the new decoder lands.
-SHORT_WORD = ("word-fault rule: the current RTL reads a short non-final word's bits and "
-              "carries on with the next word, instead of a fault at index * W")
-OVERLONG_WORD = ("word-fault rule: the current RTL flags a word with bits > W when it enters "
-                 "the bit buffer (after however many codes were decoded by then, some from "
-                 "that word's own bits), not at the word's position index * W")
-word_fault_rule = pytest.mark.xfail(reason=f"{SHORT_WORD}; {OVERLONG_WORD}", strict=False)
-
-
 def bundled_pool():
     return np.load(bundled_files("ffn2_act", layers=[0])[0]).reshape(-1)
 
@@ -97,7 +87,6 @@ def test_fuzz_from_real_symbols_without_word_faults(lanes, seed):
     assert report["mismatches"] == 0 and report["hangs"] == 0, clean(report)
 
 
-@word_fault_rule
 @pytest.mark.parametrize("lanes", [on_decoder(1, id="1"), on_decoder(4, id="4")])
 def test_fuzz_with_word_faults(lanes, seed):
     """Every kind of frame, bad ``bits`` counts included: 0 mismatches, 0 hangs."""
@@ -124,7 +113,6 @@ def run_rule(frames, seed):
     assert report["mismatches"] == 0 and report["hangs"] == 0, clean(report)
 
 
-@pytest.mark.xfail(reason=SHORT_WORD, strict=False)
 @pytest.mark.xdist_group("qlc-decoder-1")
 def test_a_short_non_final_word_is_a_fault_where_its_bits_begin(seed):
     """Words (16, 8, 16 last) of 6-bit codes: a fault at bit 16, so 2 symbols, then the
@@ -134,7 +122,6 @@ def test_a_short_non_final_word_is_a_fault_where_its_bits_begin(seed):
     run_rule(frames_with(words, symbols), seed)
 
 
-@pytest.mark.xfail(reason=OVERLONG_WORD, strict=False)
 @pytest.mark.xdist_group("qlc-decoder-1")
 def test_an_overlong_word_is_a_fault_where_its_bits_begin(seed):
     """Words of 6-bit codes (16, 17, 16 last): a fault at bit 16, so exactly the 2 codes
