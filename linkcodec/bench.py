@@ -21,6 +21,9 @@ Sections:
 - ``--synthesis``: ``linkcodec report`` on every block at each ``--lanes``: symbols per
   cycle, ECP5 Fmax, LUTs and FFs, NAND2 gates, Msymbols/s.
 
+- ``--fuzz``: 10,000 fuzzed frames through the QLC decoder at lanes 1 and 4, random idle
+  and backpressure, against ``golden/words.py``: mismatches and hangs.
+
 With no section flag, all run. The ``--codecs`` and ``--synthesis`` sections also write
 their part of the results page (``--results``, default ``docs/results.md``) and its plots:
 each part sits between its own HTML comment markers, so either flag rewrites its part
@@ -65,6 +68,9 @@ def add_arguments(parser):
     parser.add_argument("--codecs", action="store_true",
                         help="every codec single-stage vs per-shard, Shannon and zstd, per "
                              "class and layer; rewrites that part of the results page")
+    parser.add_argument("--fuzz", action="store_true",
+                        help="10,000 fuzzed frames through the QLC decoder at lanes 1 and 4 "
+                             "against the golden word-level model")
     parser.add_argument("--synthesis", action="store_true",
                         help="ECP5 and gate-count synthesis of every block at --lanes; "
                              "rewrites that part of the results page")
@@ -658,6 +664,32 @@ def write_results(page=RESULTS_PATH, *, synthesis=None, codecs=None, lanes=(1, 2
     return page
 
 
+def fuzz_rows(frames=10_000, lanes_list=(1, 4), seed=2026):
+    """``linkcodec sim qlc-decoder --fuzz``: ``frames`` fuzzed frames (random words; coded
+    frames with flipped bits, cut short, or with bad ``bits`` counts) at each lane count,
+    random idle and backpressure, against ``golden/words.py``."""
+    from .sim.fuzz import run_fuzz
+
+    keys = ("frames", "faults_injected", "word_faults", "mismatches", "hangs")
+    rows = []
+    for lanes in lanes_list:
+        start = time.perf_counter()
+        report = run_fuzz(frames, lanes=lanes, seed=seed, idle=0.3, stall=0.3)
+        rows.append(dict({key: report[key] for key in keys}, lanes=lanes, seed=seed,
+                         seconds=round(time.perf_counter() - start, 1), bit_exact=(
+                             report["mismatches"] == 0 and report["hangs"] == 0)))
+    return rows
+
+
+def render_fuzz(rows):
+    return markdown_table(
+        ["lanes", "frames", "faults injected", "word faults", "mismatches", "hangs", "seed",
+         "seconds"],
+        [[str(row["lanes"]), str(row["frames"]), str(row["faults_injected"]),
+          str(row["word_faults"]), str(row["mismatches"]), str(row["hangs"]),
+          str(row["seed"]), str(row["seconds"])] for row in rows])
+
+
 #: (flag, title, compute(args), render(result)), in the order the sections print.
 SECTIONS = [
     ("data", "The bundled sample", lambda args: data_section(), render_data),
@@ -675,6 +707,8 @@ SECTIONS = [
      render_hardware),
     ("synthesis", "Symbols per second and area", lambda args: synthesis_rows(args.lanes),
      render_synthesis),
+    ("fuzz", "Decoder against golden on any input", lambda args: fuzz_rows(),
+     render_fuzz),
 ]
 
 
@@ -695,5 +729,5 @@ def run(args):
                              codecs=report.get("codecs"), lanes=args.lanes)
         print(f"wrote {page} ({', '.join(part for part in PARTS if part in report)})",
               file=sys.stderr)
-    rows = report.get("hardware", []) + report.get("synthesis", [])
+    rows = report.get("hardware", []) + report.get("synthesis", []) + report.get("fuzz", [])
     return 0 if all(row["bit_exact"] for row in rows) else 1

@@ -233,3 +233,15 @@ def test_committed_results_page_is_what_bench_writes(codecs, tmp_path):
     copy.write_text(text)
     write_results(copy, codecs=codecs)
     assert copy.read_text() == text
+
+
+@pytest.mark.xdist_group("qlc-decoder-1")
+def test_fuzz_section_counts_frames_faults_and_mismatches():
+    """`linkcodec bench --fuzz`, cut down: every frame is judged, faults are injected, and
+    the decoder agrees with golden on all of them."""
+    from linkcodec.bench import fuzz_rows, render_fuzz
+
+    (row,) = fuzz_rows(frames=120, lanes_list=(1,), seed=7)
+    assert row["frames"] == 120 and row["faults_injected"] > 0
+    assert (row["mismatches"], row["hangs"], row["bit_exact"]) == (0, 0, True)
+    assert "| 1 | 120 |" in render_fuzz([row])
