@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from .payload import word_layout, check_word_width
 
-__all__ = ["chunk_layout", "word_entry_layout", "BitPacker", "WordQueue"]
+__all__ = ["chunk_layout", "word_entry_layout", "concatenation_tree", "BitPacker", "WordQueue"]
 
 
 def chunk_layout(chunk_width):
@@ -21,6 +21,36 @@ def chunk_layout(chunk_width):
         "length": unsigned(chunk_width.bit_length()),
         "last": 1,
     })
+
+
+def concatenation_tree(codes, stage, beside):
+    """Concatenate the lanes' codes into one chunk for :class:`BitPacker`, in a tree.
+
+    ``codes`` is a list (a power of two long) of ``(code, length)``: each code
+    MSB-aligned in its width, zero past its length (a lane with nothing has length 0 and
+    code 0). Each level halves the lanes and doubles the width: a pair is the left code
+    with the right one shifted right by the left's length. ``stage(name, shape, value)``
+    makes a pipeline register, one per level, so ``log2(len(codes))`` levels add as many
+    cycles; ``beside`` (``dict`` of name to value) travels with the chunks, as
+    ``chunk{level}_{name}``. Returns ``(chunk, length, beside)`` after the last level.
+    """
+    level = 0
+    while len(codes) > 1:
+        level += 1
+        width = 2 * len(codes[0][0])
+        paired = []
+        for pair in range(len(codes) // 2):
+            (left, left_length), (right, right_length) = codes[2 * pair:2 * pair + 2]
+            half = width // 2
+            joined = (left << half) | ((right << half) >> left_length)
+            paired.append((stage(f"chunk{level}_{pair}", width, joined),
+                           stage(f"chunk_length{level}_{pair}", range(width + 1),
+                                 left_length + right_length)))
+        codes = paired
+        beside = {name: stage(f"chunk{level}_{name}", len(value), value)
+                  for name, value in beside.items()}
+    chunk, length = codes[0]
+    return chunk, length, beside
 
 
 class BitPacker(wiring.Component):

@@ -26,7 +26,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..golden.qlc import QlcCode
-from .bitpack import BitPacker
+from .bitpack import BitPacker, concatenation_tree
 from .payload import symbol_layout, word_layout, check_lanes, check_word_width
 from .payload import config_write_layout
 from .table import ConfigRegisters, ConfigTable
@@ -273,23 +273,8 @@ class QlcEncoder(_QlcBlock):
         last = stage("code_last", 1, last)
 
         # 4: the concatenation tree; each level halves the lanes and doubles the width.
-        level = 0
-        while len(codes) > 1:
-            level += 1
-            width = 2 * len(codes[0][0])
-            paired = []
-            for pair in range(len(codes) // 2):
-                (left, left_length), (right, right_length) = codes[2 * pair:2 * pair + 2]
-                half = width // 2
-                joined = (left << half) | ((right << half) >> left_length)
-                paired.append((stage(f"chunk{level}_{pair}", width, joined),
-                               stage(f"chunk_length{level}_{pair}", range(width + 1),
-                                     left_length + right_length)))
-            codes = paired
-            valid = stage(f"chunk{level}_valid", 1, valid)
-            last = stage(f"chunk{level}_last", 1, last)
-
-        chunk, length = codes[0]
+        chunk, length, beside = concatenation_tree(codes, stage, {"valid": valid, "last": last})
+        valid, last = beside["valid"], beside["last"]
         m.d.comb += [
             packer.i.valid.eq(valid),
             packer.i.payload.bits.eq(chunk),
