@@ -2,7 +2,8 @@
 simulation, and area and Fmax from synthesis.
 
 - :func:`throughput` runs a block under Verilator on ``minilm_l3_ffn2_act_s0.npy`` of the
-  bundled sample with the optimal QLC layout from that file's PMF, loaded at run time,
+  bundled sample with tables fitted to that file (the block description's
+  ``fitted_tables``: for QLC the optimal layout from its PMF), loaded at run time,
   no idle cycles and no backpressure: the run ``linkcodec bench --hardware`` shows.
 - :func:`synthesis` takes the block's generated Verilog (``linkcodec generate``, default
   reset-time tables) through :func:`linkcodec.synth.ecp5` (ECP5-85k, speed grade 6,
@@ -37,13 +38,13 @@ def hardware_file():
 def throughput(block, lanes, *, word_width=None):
     """Simulate ``block`` at ``lanes`` on :func:`hardware_file`, no stalls; returns the
     row ``bench --hardware`` prints (``symbols_per_cycle``, ``bit_exact`` ...)."""
-    from .golden.qlc import QlcCode
+    from .sim.blocks import get_block
     from .sim.harness import run_frames
 
     path = hardware_file()
     symbols = np.load(path).reshape(-1)
-    code = QlcCode.from_pmf(np.bincount(symbols, minlength=256))
-    result = run_frames(block, [symbols], lanes=lanes, word_width=word_width, tables=code,
+    tables = get_block(block).fitted_tables([symbols])
+    result = run_frames(block, [symbols], lanes=lanes, word_width=word_width, tables=tables,
                         seed=1)
     return {
         "block": result["block"], "lanes": lanes, "file": path.name,

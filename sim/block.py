@@ -51,6 +51,11 @@ class BlockDescription:
         """The tables the block holds at reset unless told otherwise."""
         return None
 
+    def fitted_tables(self, frames):
+        """The tables fitted to ``frames`` (arrays of :attr:`symbol_dtype`, pooled): what
+        the block runs with when it is measured on real data."""
+        raise NotImplementedError
+
     def build(self, *, lanes, word_width=None, tables=None):
         """The :class:`~amaranth.lib.wiring.Component`, with ``tables`` at reset."""
         raise NotImplementedError

@@ -4,6 +4,8 @@ The tables are a :class:`~linkcodec.golden.qlc.QlcCode` (layout and rank table);
 default is the base layout with rank = symbol value.
 """
 
+import numpy as np
+
 from ..golden.qlc import QlcCode
 from ..rtl.qlc import QlcDecoder, QlcEncoder, config_writes, default_word_width
 from .beats import decoder_beats, frame_words, symbol_beats
@@ -22,6 +24,11 @@ class _QlcBlock(BlockDescription):
 
     def default_tables(self):
         return QlcCode.base()
+
+    def fitted_tables(self, frames):
+        """The optimal layout and ranks for the pooled PMF of ``frames``."""
+        counts = sum(np.bincount(self.prepare(frame), minlength=256) for frame in frames)
+        return QlcCode.from_pmf(counts)
 
     def build(self, *, lanes, word_width=None, tables=None):
         return self.component(lanes=lanes, word_width=word_width, code=tables)

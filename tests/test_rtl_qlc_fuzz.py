@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pytest
+from amaranth.hdl import Fragment
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.sim import fuzz
 from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
@@ -243,8 +244,11 @@ def test_code_space_frames_start_with_every_pattern():
 
 def fake_run_beats(behaviour):
     """A stand-in for ``run_beats``: ``behaviour(expected beats)`` gives what came out
-    and how many words were taken."""
+    and how many words were taken. It elaborates the component, as the real one does: a
+    block made and never built draws Amaranth's UnusedElaboratable warning later, in
+    whichever test the garbage collector happens to run."""
     def run_beats(component, *, inputs, expected, **options):
+        Fragment.get(component, None)
         output, taken = behaviour(inputs["i"], expected["o"])
         return {"output": {"o": output}, "input_cycles": {"i": list(range(taken))},
                 "cycles": len(output)}
