@@ -1,11 +1,13 @@
 """The blocks the harness, ``linkcodec sim`` and ``linkcodec generate`` know, by name."""
 
+from .huffman import HuffmanDecoderBlock, HuffmanEncoderBlock
 from .qlc import QlcDecoderBlock, QlcEncoderBlock
 
 __all__ = ["BLOCKS", "get_block"]
 
 #: Every block description, by its command-line name.
-BLOCKS = {block.name: block for block in (QlcEncoderBlock(), QlcDecoderBlock())}
+BLOCKS = {block.name: block for block in (QlcEncoderBlock(), QlcDecoderBlock(),
+                                          HuffmanEncoderBlock(), HuffmanDecoderBlock())}
 
 
 def get_block(name):

@@ -1,0 +1,61 @@
+"""Descriptions of the Huffman encoder and decoder for the harness.
+
+The tables are a canonical :class:`~linkcodec.golden.huffman.HuffmanCodebook`; the default
+is :func:`~linkcodec.rtl.huffman.default_codebook` (every code 8 bits long). Fitted
+tables are built from the frames as ``linkcodec codebook build`` builds a codebook from
+its files: the average of the frames' PMFs, one batch a frame.
+"""
+
+from ..golden.huffman import HuffmanCodebook
+from ..rtl.huffman import (HuffmanDecoder, HuffmanEncoder, config_writes, default_codebook,
+                           default_word_width)
+from .beats import decoder_beats, frame_words, symbol_beats
+from .block import BlockDescription
+
+__all__ = ["HuffmanEncoderBlock", "HuffmanDecoderBlock"]
+
+
+class _HuffmanBlock(BlockDescription):
+    config_ports = ("i_config",)
+    component = None          # HuffmanEncoder or HuffmanDecoder
+    table = None              # "encoder" or "decoder": which tables config_writes loads
+
+    def default_word_width(self, lanes):
+        return default_word_width(lanes)
+
+    def default_tables(self):
+        return default_codebook()
+
+    def fitted_tables(self, frames):
+        """The codebook ``linkcodec codebook build`` makes from ``frames``, one batch each."""
+        return HuffmanCodebook.from_batches([self.prepare(frame) for frame in frames])
+
+    def build(self, *, lanes, word_width=None, tables=None):
+        return self.component(lanes=lanes, word_width=word_width, codebook=tables)
+
+    def config_writes(self, tables):
+        return {"i_config": config_writes(tables, block=self.table)}
+
+
+class HuffmanEncoderBlock(_HuffmanBlock):
+    name = "huffman-encoder"
+    module = "linkcodec_huffman_encoder"
+    lanes = (1, 2, 4, 8)
+    component = HuffmanEncoder
+    table = "encoder"
+
+    def frame_io(self, frame, *, lanes, word_width, tables):
+        return ({"i": symbol_beats([frame], lanes)},
+                {"o": frame_words(*tables.encode(frame), word_width)})
+
+
+class HuffmanDecoderBlock(_HuffmanBlock):
+    name = "huffman-decoder"
+    module = "linkcodec_huffman_decoder"
+    lanes = (1, 2, 4)
+    component = HuffmanDecoder
+    table = "decoder"
+
+    def frame_io(self, frame, *, lanes, word_width, tables):
+        return ({"i": frame_words(*tables.encode(frame), word_width)},
+                {"o": decoder_beats([frame], lanes)})
