@@ -84,11 +84,23 @@ def add_arguments(parser):
 
 def hardware_rows(lanes_list):
     """Every block of the harness at each lane count: :func:`linkcodec.hardware.throughput`
-    (``minilm_l3_ffn2_act_s0.npy``, optimal layout loaded at run time, no stalls)."""
+    (``minilm_l3_ffn2_act_s0.npy``, tables fitted to it loaded at run time, no stalls)."""
     from .hardware import throughput
+
+    return [throughput(block, lanes) for block, lanes in block_lanes(lanes_list)]
+
+
+def block_lanes(lanes_list):
+    """Every ``(block, lanes)`` of the harness's blocks at the lane counts of
+    ``lanes_list`` that the block takes (the Huffman decoder takes at most 4); a lane
+    count that is not a lane count at all is refused."""
+    from .rtl.payload import check_lanes
     from .sim.blocks import BLOCKS
 
-    return [throughput(block, lanes) for block in BLOCKS for lanes in lanes_list]
+    for lanes in lanes_list:
+        check_lanes(lanes)
+    return [(name, lanes) for name, block in BLOCKS.items() for lanes in lanes_list
+            if lanes in block.lanes]
 
 
 def synthesis_rows(lanes_list, *, progress=True):
@@ -98,11 +110,8 @@ def synthesis_rows(lanes_list, *, progress=True):
     from tqdm import tqdm
 
     from .hardware import report_row
-    from .sim.blocks import BLOCKS
 
-    cases = [(block, lanes) for block in BLOCKS for lanes in lanes_list]
-    for block, lanes in cases:
-        BLOCKS[block].check_lanes(lanes)
+    cases = block_lanes(lanes_list)
     rows = []
     with tqdm(cases, desc="synthesis", unit="block", disable=None if progress else True) \
             as bar:
@@ -567,6 +576,23 @@ def _best_by_block(rows):
     return "\n".join(lines)
 
 
+def _comparison_part(rows):
+    """The QLC-versus-Huffman table, when the synthesis rows hold both codecs."""
+    if not comparison_rows(rows, [])["hardware"]:
+        return ""
+    comparison = comparison_rows(rows, codec_classes(codec_rows()))
+    return f"""
+### QLC and Huffman side by side
+
+The same `linkcodec report` runs as the table above, at lanes
+{", ".join(map(str, COMPARISON_LANES))}, with the compressibility of both codecs on the
+same real tensors, measured as the next part measures every codec: step 3 of every layer
+coded with codes built from steps 0-2 (`linkcodec bench --codecs`).
+
+{render_comparison(comparison)}
+"""
+
+
 def _synthesis_part(rows, page, lanes):
     from .hardware import hardware_file
     from .plot import plot_by_lanes
@@ -591,7 +617,8 @@ from seed to seed; `linkcodec report --seeds N` gives the median). LUTs are
 `TRELLIS_COMB` cells, RAM cells `TRELLIS_RAMW` plus `DP16KD`. Gates are NAND2 equivalents
 from yosys' generic synthesis (weights in `linkcodec/synth.py`; tables counted as
 flip-flops). Symbols per cycle are simulated under Verilator on
-`{hardware_file().name}`, optimal layout loaded at run time, no stalls (the run of
+`{hardware_file().name}`, with tables fitted to it loaded at run time (QLC: the optimal
+layout and ranks of its PMF; Huffman: its codebook), no stalls (the run of
 `linkcodec bench --hardware`); Msymbols/s = symbols/cycle x Fmax. Synthesis runs are
 cached by the hash of the Verilog: a first run takes minutes per block (the most at 8
 lanes), a re-run of unchanged blocks only simulates.
@@ -599,10 +626,87 @@ lanes), a re-run of unchanged blocks only simulates.
 {render(rows)}
 
 {_best_by_block(rows)}
-
+{_comparison_part(rows)}
 ![Msymbols/s against lanes per block]({msymbols.name})
 
 ![LUTs against lanes per block]({luts.name})"""
+
+
+#: The lane counts at which the QLC-versus-Huffman table sets the blocks side by side.
+COMPARISON_LANES = (1, 2, 4)
+
+
+def comparison_rows(synthesis, classes):
+    """QLC and Huffman side by side: per side (encoder, decoder) and lane count of
+    :data:`COMPARISON_LANES`, both codecs' ``linkcodec report`` figures where both were
+    synthesised; and per tensor class, both codecs' single-stage compressibility
+    (:func:`codec_classes`: step 3 coded with codes from steps 0-2)."""
+    by = {(row["block"], row["lanes"]): row for row in synthesis}
+    hardware = []
+    for side in ("encoder", "decoder"):
+        for lanes in COMPARISON_LANES:
+            pair = [by.get((f"{codec}-{side}", lanes)) for codec in ("qlc", "huffman")]
+            if None in pair:
+                continue
+            for row in pair:
+                hardware.append({
+                    key: row[key] for key in ("block", "lanes", "luts", "ffs", "fmax_mhz",
+                                              "msymbols_per_s", "symbols_per_cycle")}
+                    | {"msymbols_per_s_per_kluts": (
+                        None if row["msymbols_per_s"] is None
+                        else round(1000 * row["msymbols_per_s"] / row["luts"], 1))})
+    compression = [{"kind": entry["kind"], "qlc": entry["qlc_single_stage"],
+                    "huffman": entry["huffman_single_stage"]} for entry in classes]
+    return {"hardware": hardware, "compression": compression}
+
+
+def _ratio(a, b):
+    return "n/a" if a is None or b is None or not b else f"{a / b:.2f}x"
+
+
+def _comparison_findings(rows):
+    """What the table shows, in plain sentences made from its figures."""
+    by = {(row["block"], row["lanes"]): row for row in rows["hardware"]}
+    lines = []
+    for side in ("encoder", "decoder"):
+        parts = []
+        for lanes in COMPARISON_LANES:
+            qlc, huffman = by.get((f"qlc-{side}", lanes)), by.get((f"huffman-{side}", lanes))
+            if qlc is None or huffman is None:
+                continue
+            parts.append(
+                f"at {_lanes(lanes)} QLC gives {_ratio(qlc['msymbols_per_s'], huffman['msymbols_per_s'])} "
+                f"Huffman's Msymbols/s on {_ratio(qlc['luts'], huffman['luts'])} its LUTs "
+                f"({_ratio(qlc['msymbols_per_s_per_kluts'], huffman['msymbols_per_s_per_kluts'])} "
+                f"per 1,000 LUTs)")
+        if parts:
+            lines.append(f"- {side.capitalize()}s: " + "; ".join(parts) + ".")
+    gaps = [100 * (entry["huffman"] - entry["qlc"]) for entry in rows["compression"]]
+    if gaps:
+        lines.append(
+            f"- Compression: Huffman saves {min(gaps):.1f} to {max(gaps):.1f} points more "
+            f"than QLC across the {len(gaps)} tensor classes (single-stage, steps 0-2 to 3).")
+    return "\n".join(lines)
+
+
+def render_comparison(rows):
+    hardware = markdown_table(
+        ["block", "lanes", "symbols/cycle", "LUTs", "FFs", "Fmax (MHz)", "Msymbols/s",
+         "Msymbols/s per 1k LUTs"],
+        [[row["block"], str(row["lanes"]), f"{row['symbols_per_cycle']:.3f}",
+          f"{row['luts']:,}", f"{row['ffs']:,}",
+          "-" if row["fmax_mhz"] is None else f"{row['fmax_mhz']:.1f}",
+          "-" if row["msymbols_per_s"] is None else f"{row['msymbols_per_s']:.1f}",
+          "-" if row["msymbols_per_s_per_kluts"] is None
+          else f"{row['msymbols_per_s_per_kluts']:.1f}"] for row in rows["hardware"]])
+    compression = markdown_table(
+        ["tensor class", "QLC, code from steps 0-2", "Huffman, codebook from steps 0-2",
+         "Huffman - QLC (points)"],
+        [[entry["kind"], f"{100 * entry['qlc']:.1f}", f"{100 * entry['huffman']:.1f}",
+          f"{100 * (entry['huffman'] - entry['qlc']):.1f}"]
+         for entry in rows["compression"]])
+    return f"{hardware}\n\nCompressibility in % (1 - bits/8):\n\n{compression}\n\n" \
+        + _comparison_findings(rows)
 
 
 def _share_sentence(classes):

@@ -9,6 +9,7 @@ import pytest
 from linkcodec import bench
 from linkcodec.bench import codec_classes, codec_rows, single_stage_rows, write_results
 from linkcodec.bundled import KINDS, LAYERS
+from linkcodec.sim.blocks import BLOCKS
 from linkcodec.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,3 +246,40 @@ def test_fuzz_section_counts_frames_faults_and_mismatches():
     assert row["frames"] == 120 and row["faults_injected"] > 0
     assert (row["mismatches"], row["hangs"], row["bit_exact"]) == (0, 0, True)
     assert "| 1 | 120 |" in render_fuzz([row])
+
+
+def test_block_lanes_keeps_what_each_block_takes():
+    """`--lanes 1 8`: every block at 1, and at 8 only the blocks that take 8 lanes."""
+    cases = bench.block_lanes([1, 8])
+    for name, block in BLOCKS.items():
+        assert (name, 1) in cases
+        assert ((name, 8) in cases) == (8 in block.lanes)
+    with pytest.raises(ValueError, match="lanes must be 1, 2, 4, 8 or 16, not 3"):
+        bench.block_lanes([1, 3])
+
+
+def test_qlc_and_huffman_side_by_side():
+    """The comparison table pairs both codecs at lanes 1, 2 and 4 where both were
+    synthesised, and its sentences are the table's own ratios."""
+    def row(block, lanes, luts, msymbols):
+        return {"block": block, "lanes": lanes, "luts": luts, "ffs": 10 * lanes,
+                "fmax_mhz": msymbols / lanes, "msymbols_per_s": msymbols,
+                "symbols_per_cycle": float(lanes)}
+
+    synthesis = [row("qlc-decoder", 1, 800, 120.0), row("huffman-decoder", 1, 1600, 40.0),
+                 row("qlc-decoder", 8, 9000, 400.0),     # no Huffman at 8: left out
+                 row("qlc-encoder", 2, 1000, 240.0)]      # no Huffman encoder at 2
+    classes = [{"kind": "ffn1_act", "qlc_single_stage": 0.134, "huffman_single_stage": 0.151},
+               {"kind": "ffn2_act", "qlc_single_stage": 0.239, "huffman_single_stage": 0.267}]
+    rows = bench.comparison_rows(synthesis, classes)
+    assert [(entry["block"], entry["lanes"]) for entry in rows["hardware"]] == [
+        ("qlc-decoder", 1), ("huffman-decoder", 1)]
+    assert rows["hardware"][0]["msymbols_per_s_per_kluts"] == 150.0
+    text = bench.render_comparison(rows)
+    assert "| huffman-decoder | 1 | 1.000 | 1,600 | 10 | 40.0 | 40.0 | 25.0 |" in text
+    assert "| ffn2_act | 23.9 | 26.7 | 2.8 |" in text
+    assert ("Decoders: at 1 lane QLC gives 3.00x Huffman's Msymbols/s on 0.50x its LUTs "
+            "(6.00x per 1,000 LUTs).") in text
+    assert "Encoders" not in text
+    assert "Huffman saves 1.7 to 2.8 points more than QLC across the 2" in text
+    assert bench.comparison_rows(synthesis[2:], classes)["hardware"] == []
