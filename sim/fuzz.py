@@ -1,4 +1,10 @@
-"""Differential fuzzing of the QLC decoder block against the golden word-level model.
+"""Differential fuzzing of a decoder block against the golden word-level model.
+
+Any decoder block of :data:`~linkcodec.sim.blocks.BLOCKS` whose tables are a golden
+decoder (``encode`` and ``decode``): ``qlc-decoder`` (a
+:class:`~linkcodec.golden.qlc.QlcCode`, the default everywhere) and ``huffman-decoder`` (a
+:class:`~linkcodec.golden.huffman.HuffmanCodebook`). The functions take ``block=``, its
+name, and ``code``, its tables.
 
 The golden model's word front end (:mod:`linkcodec.golden.words`) states what a decoder
 emits for *any* word sequence (``docs/bitstream.md``, "Faults in words"); this module
@@ -19,7 +25,8 @@ Symbols come from a pool (the symbols of real tensors, mutated: a run of them at
 place, a few replaced by random symbols) or, without a pool, are random (uniform or
 skewed towards small values so that short codes show up).
 
-:func:`fuzz_frames` makes frames (:func:`code_space_frames`: one per 11-bit pattern);
+:func:`fuzz_frames` makes frames (:func:`code_space_frames`: one per pattern as wide as
+the longest code, 11 bits for QLC);
 :func:`check_frames` runs frames through the decoder (one build, thousands of frames a
 simulation) and :func:`run_fuzz` does both; the report says ``frames``, ``faults_injected``,
 ``mismatches`` and ``hangs``. A run that hangs (the testbench's cycle limit: the block
@@ -34,6 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..golden.huffman import HuffmanCodebook
 from ..golden.qlc import QlcCode
 from ..golden.words import check_word_width, decode_words
 from .beats import decoder_beats, frame_words, split_frames
@@ -163,16 +171,35 @@ def bad_bits(rng, words, word_width, *, faults=None):
     return words
 
 
-def fuzz_frames(code, count, *, word_width, rng, pool=None, mix=None, longest=160):
-    """``count`` fuzzed frames (:class:`FuzzFrame`) for a decoder holding ``code``.
+def _decoder_block(block):
+    """The description of decoder ``block`` (a name), whose tables fuzzing can use."""
+    description = get_block(block)
+    if not isinstance(description.default_tables(), (QlcCode, HuffmanCodebook)):
+        raise ValueError(f"{block} is not a decoder block that can be fuzzed")
+    return description
+
+
+def _check_code(code, block):
+    """``code`` (None: the block's default tables) if it is the kind of tables the block
+    holds."""
+    default = block.default_tables()
+    if code is None:
+        return default
+    if not isinstance(code, type(default)):
+        raise TypeError(f"code must be a {type(default).__name__}, not {type(code).__name__}")
+    return code
+
+
+def fuzz_frames(code, count, *, word_width, rng, pool=None, mix=None, longest=160,
+                block="qlc-decoder"):
+    """``count`` fuzzed frames (:class:`FuzzFrame`) for decoder ``block`` holding ``code``.
 
     ``rng`` is a :class:`numpy.random.Generator`; ``pool`` (a uint8 array, optional) the
     real symbols that frames are mutated from (random symbols without it); ``mix`` the
     weight of each kind (:data:`DEFAULT_MIX` if None; a kind left out never comes up);
     ``longest`` the most symbols a frame is coded from.
     """
-    if not isinstance(code, QlcCode):
-        raise TypeError(f"code must be a QlcCode, not {type(code).__name__}")
+    code = _check_code(code, _decoder_block(block))
     word_width = check_word_width(word_width)
     mix = dict(DEFAULT_MIX if mix is None else mix)
     unknown = sorted(set(mix) - set(KINDS))
@@ -223,28 +250,55 @@ def expected_beats(code, frames, *, lanes, word_width):
     return beats, errors
 
 
-def code_space_frames(code, *, word_width):
-    """Frames that start with every 11-bit pattern (2,048), each followed by a valid code
-    (of the symbol whose rank is the pattern's low byte), as well-formed words.
+def _code_space(code):
+    """``(width, head, follow, codes, lengths)`` of a code for :func:`code_space_frames`:
+    the window width (the longest code), the length of the code each pattern starts
+    (``width`` if none), the symbol that follows each pattern, and every symbol's code
+    and length."""
+    if isinstance(code, QlcCode):
+        width = 11
+        patterns = np.arange(1 << width)
+        head = np.asarray(code.layout.code_lengths)[patterns >> 8]
+        follow = code.rank_to_symbol[patterns & 0xFF]
+        return width, head, follow, code.code_of, code.length_of
+    width = int(code.lengths.max())
+    patterns = np.arange(1 << width)
+    head = np.full(1 << width, width, dtype=np.int64)   # a pattern that starts no code
+    for length, value in zip(code.lengths.tolist(), code.codes.tolist()):
+        span = 1 << (width - length)
+        head[value * span:(value + 1) * span] = length
+    return width, head, patterns & 0xFF, code.codes, code.lengths
 
-    Two frames a pattern: kind ``pattern`` starts with all 11 bits of the pattern; kind
-    ``pattern-code`` with only as many of them as the code length its 3-bit prefix names,
-    so that a valid first code is followed at once by the valid one. Every window a
-    decoder can see first, valid or not, starts a frame; golden says what comes out (the
+
+def code_space_frames(code, *, word_width, block="qlc-decoder", kinds=("pattern",
+                                                                         "pattern-code")):
+    """Frames that start with every pattern as wide as the longest code (2,048 11-bit
+    patterns for QLC; ``2**15`` for a Huffman codebook with 15-bit codes), each followed
+    by a valid code, as well-formed words.
+
+    QLC: the code of the symbol whose rank is the pattern's low byte; Huffman: the code
+    of the symbol that is the pattern's low byte. Two kinds of frame (``kinds``): kind
+    ``pattern`` starts with all the bits of the pattern; kind ``pattern-code`` with only
+    as many of them as the code it starts is long (all of them if it starts none), so
+    that a valid first code is followed at once by the valid one. Every window a decoder
+    can see first, valid or not, starts a frame; golden says what comes out (the
     pattern's symbol and the next ones, or the error beat).
     """
-    if not isinstance(code, QlcCode):
-        raise TypeError(f"code must be a QlcCode, not {type(code).__name__}")
+    code = _check_code(code, _decoder_block(block))
     word_width = check_word_width(word_width)
-    area_lengths = code.layout.code_lengths
+    unknown = sorted(set(kinds) - {"pattern", "pattern-code"})
+    if unknown:
+        raise ValueError(f"unknown code-space kind {unknown[0]!r}; the kinds are "
+                         f"'pattern' and 'pattern-code'")
+    width, heads, follow, codes, lengths = _code_space(code)
     frames = []
-    for kind in ("pattern", "pattern-code"):
-        for pattern in range(1 << 11):
-            head = 11 if kind == "pattern" else area_lengths[pattern >> 8]
-            symbol = int(code.rank_to_symbol[pattern & 0xFF])
-            length = int(code.length_of[symbol])
+    for kind in kinds:
+        for pattern in range(1 << width):
+            head = width if kind == "pattern" else int(heads[pattern])
+            symbol = int(follow[pattern])
+            length = int(lengths[symbol])
             nbits = head + length
-            value = ((pattern >> (11 - head)) << length) | int(code.code_of[symbol])
+            value = ((pattern >> (width - head)) << length) | int(codes[symbol])
             nbytes = -(-nbits // 8)
             data = (value << (8 * nbytes - nbits)).to_bytes(nbytes, "big")
             frames.append(FuzzFrame(frame_words(data, nbits, word_width), kind,
@@ -274,11 +328,13 @@ def _run(component, block, code, frames, wanted, *, idle, stall, seed, build_roo
 
 
 def check_frames(frames, *, lanes, word_width=None, code=None, seed=None, idle=0.3,
-                 stall=0.3, frames_per_run=2500, build_root=None, max_hangs=10, examples=3):
-    """Run ``frames`` (:class:`FuzzFrame`) through the QLC decoder, compare with golden.
+                 stall=0.3, frames_per_run=2500, build_root=None, max_hangs=10, examples=3,
+                 block="qlc-decoder"):
+    """Run ``frames`` (:class:`FuzzFrame`) through decoder ``block``, compare with golden.
 
     The decoder (``lanes``, ``word_width``: the block's default if None) is built once
-    with its default tables, and ``code`` (default: the base code) is loaded through
+    with its default tables, and ``code`` (default: the block's default tables, the base
+    code for QLC) is loaded through
     ``i_config``. The frames go through simulations of ``frames_per_run`` frames each,
     with ``idle`` and ``stall`` probabilities; simulation ``n`` gets the idle/stall seed
     ``seed + n`` (``seed`` random if None). After a hang the frames that follow the one
@@ -298,14 +354,12 @@ def check_frames(frames, *, lanes, word_width=None, code=None, seed=None, idle=0
     batch) and up to ``examples`` ``examples`` of mismatching frames (index, kind,
     words, expected and received beats).
     """
-    block = get_block("qlc-decoder")
+    block = _decoder_block(block)
     block.check_lanes(lanes)
     if word_width is None:
         word_width = block.default_word_width(lanes)
     word_width = check_word_width(word_width)
-    code = QlcCode.base() if code is None else code
-    if not isinstance(code, QlcCode):
-        raise TypeError(f"code must be a QlcCode, not {type(code).__name__}")
+    code = _check_code(code, block)
     if not isinstance(frames_per_run, int) or frames_per_run < 1:
         raise ValueError(f"frames_per_run must be a positive integer, not {frames_per_run!r}")
     if seed is None:
@@ -381,12 +435,14 @@ def check_frames(frames, *, lanes, word_width=None, code=None, seed=None, idle=0
 
 
 def run_fuzz(count, *, lanes, word_width=None, code=None, pool=None, mix=None, seed=None,
-             longest=160, **options):
-    """Fuzz the QLC decoder with ``count`` frames of :func:`fuzz_frames` and compare with
-    golden: :func:`check_frames`, whose report it returns (``options`` are its ``idle``,
-    ``stall``, ``frames_per_run``, ``build_root``, ``max_hangs``, ``examples``).
+             longest=160, block="qlc-decoder", **options):
+    """Fuzz decoder ``block`` (default the QLC decoder) with ``count`` frames of
+    :func:`fuzz_frames` and compare with golden: :func:`check_frames`, whose report it
+    returns (``options`` are its ``idle``, ``stall``, ``frames_per_run``, ``build_root``,
+    ``max_hangs``, ``examples``).
 
-    ``code`` (default: the base code) codes the frames and is loaded into the decoder;
+    ``code`` (default: the block's default tables, the base code for QLC) codes the
+    frames and is loaded into the decoder;
     ``pool``, ``mix`` and ``longest`` are as for :func:`fuzz_frames`. ``seed`` (random
     if None, always in the report) seeds the frames and the idle/stall patterns, so a
     run replays from it.
@@ -396,12 +452,12 @@ def run_fuzz(count, *, lanes, word_width=None, code=None, pool=None, mix=None, s
         raise ValueError(f"count is {count}; a fuzz run has 0 frames or more")
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 31))
-    block = get_block("qlc-decoder")
-    block.check_lanes(lanes)
+    description = _decoder_block(block)
+    description.check_lanes(lanes)
     if word_width is None:
-        word_width = block.default_word_width(lanes)
-    code = QlcCode.base() if code is None else code
+        word_width = description.default_word_width(lanes)
+    code = _check_code(code, description)
     frames = fuzz_frames(code, count, word_width=word_width, rng=np.random.default_rng(seed),
-                         pool=pool, mix=mix, longest=longest)
+                         pool=pool, mix=mix, longest=longest, block=block)
     return check_frames(frames, lanes=lanes, word_width=word_width, code=code, seed=seed,
-                        **options)
+                        block=block, **options)
