@@ -21,6 +21,15 @@ raw (:meth:`RemapFrame.compressed_bits`, :meth:`RemapFrame.bits_per_value`). On 
 the codes are packed 3 bits each, most significant bit first, zero-padded to a whole byte
 (:meth:`RemapFrame.packed_codes`, :func:`unpack_codes`).
 
+On a link the frame is a :class:`WireFrame` (``docs/bitstream.md``, "Exponent-remap
+frames"): a values stream of a fixed 11 bits a value (code, then the sign+mantissa
+byte) and, on a port of its own, the escaped exponents, a byte each. A decoder knows
+where every value starts without reading a code, and a beat's escapes are a popcount of
+its codes. :func:`wire_encode` and :func:`wire_decode` are the golden model of exactly
+that format; :func:`wire_decode` refuses, naming the stream and bit, what no valid
+encoder makes (:class:`ExponentWireError`), an escape that carries a table exponent
+included.
+
 Tables come from data or from theory:
 
 - :func:`table_from_histogram` -- the 7 most frequent exponents of a tensor (ties: the
@@ -41,6 +50,7 @@ Errors: :class:`ExponentFormatError` (input that is not bf16), :class:`ExponentT
 import math
 import numbers
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -69,6 +79,11 @@ __all__ = [
     "HuffmanExponentFrame",
     "huffman_encode",
     "huffman_decode",
+    "VALUE_BITS",
+    "WireFrame",
+    "ExponentWireError",
+    "wire_encode",
+    "wire_decode",
 ]
 
 #: Exponents a table maps to codes 1..7.
@@ -96,6 +111,16 @@ class ExponentTableError(ValueError):
 
 class ExponentDecodeError(ValueError):
     """A :class:`RemapFrame` (or its packed codes) is inconsistent and cannot be decoded."""
+
+
+class ExponentWireError(ExponentDecodeError):
+    """A :class:`WireFrame` cannot come from a valid encoder. ``stream`` is ``"values"``
+    or ``"escapes"``, ``bit`` the position in that stream where the fault begins."""
+
+    def __init__(self, message, *, stream, bit):
+        super().__init__(message)
+        self.stream = stream
+        self.bit = bit
 
 
 # -- bf16 fields -----------------------------------------------------------------------
@@ -541,3 +566,117 @@ def huffman_decode(frame):
         raise ExponentDecodeError(f"the exponent frame decodes to {exponent.size} values, "
                                   f"not {count}")
     return join(sign_mantissa.reshape(-1), exponent).reshape(shape)
+
+
+# -- the wire format -------------------------------------------------------------------
+
+#: Bits a value takes in the values stream: its code, then its sign+mantissa byte.
+VALUE_BITS = CODE_BITS + 8
+
+
+class WireFrame(NamedTuple):
+    """A frame as a link carries it (``docs/bitstream.md``, "Exponent-remap frames"): two
+    bit streams, each MSB first in ``bytes``, each with its exact bit count.
+
+    - ``values``, ``values_bits``: per value, in element order, ``code(3) | sign(1) |
+      mantissa(7)``: a fixed 11 bits, so value ``i`` is bits ``11 i .. 11 i + 10``;
+    - ``escapes``, ``escapes_bits``: the exponent byte of every value whose code is 0,
+      in element order: the ``j``-th escape is bits ``8 j .. 8 j + 7``.
+    """
+
+    values: bytes
+    values_bits: int
+    escapes: bytes
+    escapes_bits: int
+
+    def compressed_bits(self):
+        """``values_bits + escapes_bits``: 11 bits a value and 8 an escape."""
+        return self.values_bits + self.escapes_bits
+
+
+def _pack_bits(fields, width):
+    """``fields`` (unsigned, < 2**width) as a bit string MSB first, zero-padded to whole
+    bytes."""
+    fields = np.asarray(fields, dtype=np.uint16)
+    bits = ((fields[:, None] >> np.arange(width - 1, -1, -1, dtype=np.uint16)) & 1)
+    return np.packbits(bits.astype(np.uint8).reshape(-1)).tobytes()
+
+
+def _unpack_bits(data, nbits, width, stream):
+    """``nbits // width`` fields of ``width`` bits read MSB first from ``data``."""
+    raw = np.frombuffer(bytes(data), dtype=np.uint8)
+    if 8 * raw.size < nbits:
+        raise ExponentWireError(f"the {stream} stream claims {nbits} bits but holds "
+                                f"{8 * raw.size}", stream=stream, bit=8 * raw.size)
+    bits = np.unpackbits(raw)[:nbits].reshape(-1, width).astype(np.uint16)
+    return (bits << np.arange(width - 1, -1, -1, dtype=np.uint16)).sum(
+        axis=1, dtype=np.uint16)
+
+
+def wire_encode(bits_or_bf16, table):
+    """Encode bf16 values (as :func:`encode` takes them) into a :class:`WireFrame`."""
+    frame = encode(bits_or_bf16, table)
+    fields = (frame.codes.astype(np.uint16) << 8) | frame.sign_mantissa
+    return WireFrame(values=_pack_bits(fields, VALUE_BITS),
+                     values_bits=VALUE_BITS * frame.size,
+                     escapes=frame.escapes.tobytes(),
+                     escapes_bits=8 * int(frame.escapes.size))
+
+
+def wire_decode(wire, table):
+    """Decode a :class:`WireFrame` with ``table``: a flat ``uint16`` array of bf16 bit
+    patterns, one per value.
+
+    Raises :class:`ExponentWireError`, naming the stream and the bit position, for what no
+    valid encoder makes: a values stream whose bit count is not a whole number of 11-bit
+    values (at the start of the cut-off value); fewer escape bytes than escape codes (at
+    the end of the escapes stream: the first missing escape) or more (at the first one too
+    many), or an escapes bit count that is not whole bytes; an escape that carries an
+    exponent of the table (at that escape: an encoder would have sent the table's code).
+    """
+    _check_table(table)
+    if not isinstance(wire, WireFrame):
+        raise TypeError(f"wire must be a WireFrame, not {type(wire).__name__}")
+    values_bits = as_index(wire.values_bits, "values_bits")
+    escapes_bits = as_index(wire.escapes_bits, "escapes_bits")
+    for stream, nbits in (("values", values_bits), ("escapes", escapes_bits)):
+        if nbits < 0:
+            raise ExponentWireError(f"the {stream} stream's bit count is {nbits}; it "
+                                    f"cannot be negative", stream=stream, bit=0)
+    count, cut = divmod(values_bits, VALUE_BITS)
+    if cut:
+        raise ExponentWireError(
+            f"truncated value at bit {VALUE_BITS * count} of the values stream: "
+            f"{values_bits} bits hold {count} values of {VALUE_BITS} bits and {cut} bits "
+            f"more", stream="values", bit=VALUE_BITS * count)
+    if escapes_bits % 8:
+        raise ExponentWireError(
+            f"truncated escape at bit {escapes_bits - escapes_bits % 8} of the escapes "
+            f"stream: {escapes_bits} bits are not whole exponent bytes",
+            stream="escapes", bit=escapes_bits - escapes_bits % 8)
+    fields = _unpack_bits(wire.values, values_bits, VALUE_BITS, "values")
+    escapes = _unpack_bits(wire.escapes, escapes_bits, 8, "escapes").astype(np.uint8)
+    codes = (fields >> 8).astype(np.uint8)
+    escaped = np.flatnonzero(codes == ESCAPE)
+    if escaped.size > escapes.size:
+        value = int(escaped[escapes.size])
+        raise ExponentWireError(
+            f"missing escape at bit {escapes_bits} of the escapes stream: value {value} "
+            f"(values bit {VALUE_BITS * value}) is escape number {escapes.size} but the "
+            f"stream holds {escapes.size} escapes", stream="escapes", bit=escapes_bits)
+    if escapes.size > escaped.size:
+        raise ExponentWireError(
+            f"extra escape at bit {8 * escaped.size} of the escapes stream: "
+            f"{escapes.size} escapes for {escaped.size} escape codes",
+            stream="escapes", bit=8 * escaped.size)
+    in_table = np.flatnonzero(table.code_of[escapes] != ESCAPE)
+    if in_table.size:
+        index = int(in_table[0])
+        exponent = int(escapes[index])
+        raise ExponentWireError(
+            f"invalid escape at bit {8 * index} of the escapes stream: value "
+            f"{int(escaped[index])} escapes exponent {exponent}, which the table sends as "
+            f"code {int(table.code_of[exponent])}", stream="escapes", bit=8 * index)
+    exponent = np.take(table.exponent_of_code, codes)
+    exponent[escaped] = escapes
+    return join((fields & 0xFF).astype(np.uint8), exponent)

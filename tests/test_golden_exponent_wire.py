@@ -1,0 +1,98 @@
+"""The exponent-remap wire format: two bit streams (11-bit values, escape bytes), the
+golden encoder and decoder, and every frame no valid encoder makes, refused at its bit."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from linkcodec.golden import exponent as ex
+from linkcodec.golden.exponent import ExponentTable, ExponentWireError, WireFrame
+
+TABLE = ExponentTable((127, 126, 128, 125, 129, 124, 130))
+ALL = np.arange(1 << 16, dtype=np.uint16)
+
+
+def test_every_bf16_pattern_round_trips_at_11_bits_plus_8_an_escape():
+    wire = ex.wire_encode(ALL, TABLE)
+    escapes = int(np.count_nonzero(TABLE.code_of[(ALL >> 7) & 0xFF] == ex.ESCAPE))
+    assert wire.values_bits == 11 * ALL.size and wire.escapes_bits == 8 * escapes
+    assert len(wire.values) == -(-wire.values_bits // 8) and len(wire.escapes) == escapes
+    assert wire.compressed_bits() == ex.encode(ALL, TABLE).compressed_bits()
+    assert np.array_equal(ex.wire_decode(wire, TABLE), ALL)
+
+
+def test_bit_layout_known_answer():
+    """1.0 (exponent 127: code 1) then -2**-126 (exponent 1: escaped), MSB first."""
+    values = np.array([1.0, -(2.0 ** -126)], dtype=ml_dtypes.bfloat16)
+    wire = ex.wire_encode(values, TABLE)
+    # 001 0 0000000 | 000 1 0000000 | pad: 0010000000000010000000 + 00
+    assert (wire.values_bits, wire.values) == (22, bytes([0b00100000, 0b00000010,
+                                                          0b00000000]))
+    assert (wire.escapes_bits, wire.escapes) == (8, bytes([1]))
+
+
+def test_empty_and_one_value_frames():
+    empty = ex.wire_encode(np.zeros(0, np.uint16), TABLE)
+    assert empty == WireFrame(b"", 0, b"", 0)
+    assert ex.wire_decode(empty, TABLE).size == 0
+    one = ex.wire_encode(np.array([0x7F80], np.uint16), TABLE)      # +Inf: escaped
+    assert ex.wire_decode(one, TABLE).tolist() == [0x7F80]
+
+
+def frame_with_escapes():
+    rng = np.random.default_rng(4)
+    values = rng.integers(0, 1 << 16, 40, dtype=np.uint16)
+    wire = ex.wire_encode(values, TABLE)
+    assert wire.escapes_bits >= 16
+    return values, wire
+
+
+def refused(wire, stream, bit, match):
+    with pytest.raises(ExponentWireError, match=match) as error:
+        ex.wire_decode(wire, TABLE)
+    assert (error.value.stream, error.value.bit) == (stream, bit)
+
+
+def test_values_stream_must_hold_whole_values():
+    values, wire = frame_with_escapes()
+    # the last whole value decodes; one bit short cuts it off, where it begins
+    fewer = ex.wire_encode(values[:-1], TABLE)
+    assert np.array_equal(ex.wire_decode(fewer, TABLE), values[:-1])
+    refused(wire._replace(values_bits=wire.values_bits - 1), "values", 11 * 39,
+            "truncated value at bit 429 of the values stream")
+    refused(wire._replace(values_bits=wire.values_bits + 11), "values", 8 * len(wire.values),
+            "claims 451 bits but holds 440")
+
+
+def test_escapes_stream_must_match_the_escape_codes():
+    values, wire = frame_with_escapes()
+    count = wire.escapes_bits // 8
+    short = wire._replace(escapes=wire.escapes[:-1], escapes_bits=wire.escapes_bits - 8)
+    refused(short, "escapes", 8 * (count - 1), "missing escape at bit")
+    extra = wire._replace(escapes=wire.escapes + b"\x00", escapes_bits=wire.escapes_bits + 8)
+    refused(extra, "escapes", 8 * count, f"extra escape at bit {8 * count}")
+    refused(wire._replace(escapes_bits=wire.escapes_bits - 1), "escapes", 8 * (count - 1),
+            "not whole exponent bytes")
+
+
+def test_an_escape_of_a_table_exponent_is_refused():
+    """The escape may carry any exponent outside the table (the last valid), none inside."""
+    values = np.array([0x3F80, 0x0080, 0x4000], np.uint16)     # exponents 127, 1, 128
+    wire = ex.wire_encode(values, TABLE)
+    assert wire.escapes == bytes([1])
+    outside = wire._replace(escapes=bytes([131]))               # not in the table: fine
+    assert ex.wire_decode(outside, TABLE).tolist() == [0x3F80, 131 << 7, 0x4000]
+    inside = wire._replace(escapes=bytes([130]))                # the table's code 7
+    refused(inside, "escapes", 0, "value 1 escapes exponent 130, which the table sends as "
+            "code 7")
+
+
+def test_bad_arguments():
+    _, wire = frame_with_escapes()
+    with pytest.raises(TypeError, match="wire must be a WireFrame"):
+        ex.wire_decode(tuple(wire), TABLE)
+    with pytest.raises(TypeError, match="table must be an ExponentTable"):
+        ex.wire_decode(wire, (1, 2, 3, 4, 5, 6, 7))
+    refused(wire._replace(escapes_bits=-8), "escapes", 0, "cannot be negative")
+    with pytest.raises(ex.ExponentFormatError, match="not float32"):
+        ex.wire_encode(np.zeros(3, np.float32), TABLE)
