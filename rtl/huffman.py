@@ -157,10 +157,10 @@ def config_writes(codebook, *, block, switch=True):
 class _HuffmanBlock(wiring.Component):
     def __init__(self, signature, *, lanes, word_width, codebook, allowed):
         try:
-            self._lanes = check_lanes(lanes)
-            if lanes not in allowed:
+            if isinstance(lanes, bool) or lanes not in allowed:
                 raise ValueError(f"lanes must be {', '.join(map(str, allowed[:-1]))} or "
                                  f"{allowed[-1]}, not {lanes!r}")
+            self._lanes = check_lanes(lanes)
             self._word_width = check_word_width(
                 default_word_width(lanes) if word_width is None else word_width)
             self._codebook = check_codebook(default_codebook() if codebook is None

@@ -1,0 +1,325 @@
+"""Huffman encoder and decoder under Verilator, bit-exact against the golden model.
+
+Every run has random idle cycles on the input and random backpressure on the output
+unless it measures timing; the seed is printed (replay with ``LINKCODEC_SEED``). Every
+case of one block and lane count shares one Verilator build (the block with its default
+codebook; the codebooks under test load through ``i_config``) and runs on one xdist
+worker (``xdist_group``), so builds never race and each is made once.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from amaranth.hdl import Fragment
+
+from linkcodec.bundled import bundled_files
+from linkcodec.golden.huffman import HuffmanCodebook, canonical_codes
+from linkcodec.rtl.huffman import (SWITCH_ADDR, HuffmanDecoder, HuffmanEncoder, config_writes,
+                                   default_codebook)
+from linkcodec.golden.words import decode_words
+from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
+from linkcodec.sim.blocks import get_block
+from linkcodec.sim.fuzz import check_frames, code_space_frames, run_fuzz
+from linkcodec.sim.harness import first_mismatch, run_beats, run_frames
+
+IDLE, STALL = 0.3, 0.3
+ENCODER_LANES = [1, 2, 4, 8]
+DECODER_LANES = [1, 2, 4]
+THROUGHPUT_FILE = "minilm_l3_ffn2_act_s0.npy"
+
+
+def real_symbols(kind="ffn2_act", layer=3, count=None):
+    symbols = np.load(bundled_files(kind, layers=[layer])[0]).reshape(-1)
+    return symbols if count is None else symbols[:count]
+
+
+def real_codebook():
+    """The codebook ``linkcodec codebook build`` makes from a real activation tensor."""
+    book = get_block("huffman-encoder").fitted_tables([real_symbols(layer=0)])
+    assert int(book.lengths.max()) == 15 and book != default_codebook()
+    return book
+
+
+def fifteen_bit_codebook():
+    """Lengths 1..7 for symbols 0..6, 15 bits for the other 249: an incomplete codebook
+    (7 15-bit codes unused), so some windows start no code."""
+    lengths = np.full(256, 15, dtype=np.uint8)
+    lengths[:7] = np.arange(1, 8)
+    book = HuffmanCodebook(lengths)
+    assert book.kraft_sum < 1
+    return book
+
+
+def dominant_codebook():
+    """One dominant symbol (37) with a 1-bit code; the rest share the other half."""
+    counts = np.zeros(256)
+    counts[37] = 1
+    book = HuffmanCodebook.from_pmf(counts)
+    assert book.lengths[37] == 1
+    return book
+
+
+def stimulus_frames(lanes):
+    """Frames covering the corners: every symbol, several distributions, odd lengths, and
+    slices of real tensors of four kinds."""
+    rng = np.random.default_rng(lanes)
+    peaked = np.clip(np.abs(rng.normal(0, 6, 500)), 0, 255).astype(np.uint8)
+    return [
+        np.arange(256, dtype=np.uint8),                       # all 256 symbols
+        rng.integers(0, 256, 300, dtype=np.uint8),            # uniform
+        peaked,                                               # zero-heavy
+        np.zeros(0, dtype=np.uint8),                          # an empty frame
+        np.array([255], dtype=np.uint8),                      # one symbol
+        rng.integers(0, 256, lanes + 1, dtype=np.uint8),      # a partial last beat
+        real_symbols("ffn1_grad", layer=1, count=800),
+        real_symbols("ffn1_act", layer=2, count=800),
+        real_symbols("ffn2_grad", layer=0, count=800),
+        real_symbols("ffn2_act", layer=3, count=1500),
+    ]
+
+
+def same_build(block, lanes, *values, id=None):
+    """Cases that share a Verilator build run on one xdist worker, one after another."""
+    return pytest.param(block, lanes, *values, marks=pytest.mark.xdist_group(f"{block}-{lanes}"),
+                        id=id or f"{block}-{lanes}")
+
+
+BLOCK_LANES = ([same_build("huffman-encoder", lanes) for lanes in ENCODER_LANES]
+               + [same_build("huffman-decoder", lanes) for lanes in DECODER_LANES])
+
+
+@pytest.mark.parametrize(("block", "lanes"), BLOCK_LANES)
+def test_bit_exact_with_a_real_codebook(block, lanes, seed):
+    """Every stimulus (all 256 symbols, real tensors), a real codebook loaded at run time."""
+    result = run_frames(block, stimulus_frames(lanes), lanes=lanes, tables=real_codebook(),
+                        idle=IDLE, stall=STALL, seed=seed)
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+
+
+@pytest.mark.parametrize(("block", "lanes", "codebook"), [
+    same_build(block, lanes, name, id=f"{block}-{lanes}-{name}")
+    for block, lanes in [("huffman-encoder", 1), ("huffman-encoder", 8),
+                         ("huffman-decoder", 1), ("huffman-decoder", 2)]
+    for name in ["fifteen-bit", "dominant"]])
+def test_bit_exact_with_extreme_codebooks(block, lanes, codebook, seed):
+    """15-bit codes back to back, and a codebook with one dominant 1-bit symbol."""
+    book = fifteen_bit_codebook() if codebook == "fifteen-bit" else dominant_codebook()
+    rng = np.random.default_rng(7)
+    frames = [np.arange(256, dtype=np.uint8),
+              np.full(200, 255, np.uint8),                         # the longest codes
+              np.repeat(np.uint8(37), 300),                        # the shortest code
+              rng.choice(np.array([37, 0, 1, 2, 200], np.uint8), 400),
+              rng.integers(0, 256, 100, dtype=np.uint8)]
+    result = run_frames(block, frames, lanes=lanes, tables=book, idle=IDLE, stall=STALL,
+                        seed=seed)
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+
+
+@pytest.mark.parametrize(("block", "lanes", "least"), [
+    *[same_build("huffman-encoder", lanes, 0.95 * lanes) for lanes in ENCODER_LANES],
+    same_build("huffman-decoder", 1, 0.95)])
+def test_throughput_on_a_real_tensor(block, lanes, least):
+    """At least 0.95 * lanes symbols a cycle (the decoder: 0.95 at lanes 1) on a real
+    tensor with the codebook built from it, no stalls."""
+    symbols = np.load(next(path for path in bundled_files()
+                           if path.name == THROUGHPUT_FILE)).reshape(-1)[:20_000]
+    tables = get_block(block).fitted_tables([symbols])
+    result = run_frames(block, [symbols], lanes=lanes, tables=tables, seed=1)
+    assert result["bit_exact"], first_mismatch(result)
+    assert result["symbols_per_cycle"] >= least, result["symbols_per_cycle"]
+
+
+@pytest.mark.parametrize(("block", "lanes"), [
+    same_build("huffman-encoder", lanes) for lanes in ENCODER_LANES] + [
+    same_build("huffman-decoder", lanes) for lanes in DECODER_LANES])
+def test_latency_is_as_documented(block, lanes):
+    """From a frame's first input transfer to its first output transfer, no stalls."""
+    rng = np.random.default_rng(lanes)
+    frames = [rng.integers(0, 256, 4 * lanes, dtype=np.uint8), np.zeros(0, np.uint8)]
+    if block == "huffman-encoder":
+        frames[0] = frames[0][:lanes]                # one beat: its word ends the frame
+    result = run_frames(block, frames, lanes=lanes, seed=1)
+    assert result["bit_exact"], first_mismatch(result)
+    inputs, outputs = result["input_cycles"]["i"], result["output_cycles"]["o"]
+    component = get_block(block).build(lanes=lanes)
+    Fragment.get(component, None)
+    assert outputs[0] - inputs[0] == component.latency
+
+
+def _swap_run(block, lanes, frames, books, *, idle, stall, seed):
+    """``frames`` through ``block`` holding ``books[0]`` (the default codebook, at reset),
+    with ``books[1]``'s writes and the switch sent on ``i_config`` while the first frame
+    flows: frame 0 is coded with ``books[0]``, the rest with ``books[1]``."""
+    description = get_block(block)
+    inputs, expected = {"i": []}, {"o": []}
+    for index, frame in enumerate(frames):
+        book = books[0] if index == 0 else books[1]
+        frame_in, frame_out = description.frame_io(
+            frame, lanes=lanes, word_width=description.default_word_width(lanes), tables=book)
+        inputs["i"] += frame_in["i"]
+        expected["o"] += frame_out["o"]
+    inputs["i_config"] = config_writes(books[1], block=block.removeprefix("huffman-"))
+    component = description.build(lanes=lanes)
+    return run_beats(component, inputs=inputs, expected=expected, idle=idle, stall=stall,
+                     seed=seed, name=description.module_name(lanes=lanes))
+
+
+@pytest.mark.parametrize(("block", "lanes"), [same_build("huffman-encoder", 1),
+                                              same_build("huffman-decoder", 1)])
+def test_codebook_swap_while_traffic_flows(block, lanes, seed):
+    """A codebook loads into the idle bank while frame 0 flows; the switch takes effect at
+    the frame boundary, bit-exact, and costs no cycle: with no idle cycles the encoder
+    takes a beat every cycle throughout, and the decoder's beats cross the swap's frame
+    boundary as fast as they cross the others."""
+    books = (default_codebook(), real_codebook())
+    real = real_symbols(count=6000)
+    frames = [real[:2000]] + [real[2000 + 200 * index:2200 + 200 * index] for index in range(8)]
+    result = _swap_run(block, lanes, frames, books, idle=IDLE, stall=STALL, seed=seed)
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+    writes = config_writes(books[1], block=block.removeprefix("huffman-"))
+    assert len(result["input_cycles"]["i_config"]) == len(writes)
+
+    result = _swap_run(block, lanes, frames, books, idle=0.0, stall=0.0, seed=1)
+    assert result["bit_exact"], first_mismatch(result)
+    if block == "huffman-encoder":
+        cycles = result["input_cycles"]["i"]
+        assert cycles[-1] - cycles[0] == len(cycles) - 1       # a beat every cycle
+    else:
+        # The cycle each frame's first and last beats leave.
+        beats, cycles = result["output"]["o"], result["output_cycles"]["o"]
+        ends = [index for index, beat in enumerate(beats) if beat["last"]]
+        gaps = [cycles[end + 1] - cycles[end] for end in ends[:-1]]
+        assert gaps[0] <= max(gaps[1:]), gaps
+
+
+def test_bank_switch_address_and_writes():
+    """The writes load every entry, then ask for the switch; without it, no switch."""
+    book = real_codebook()
+    encoder = config_writes(book, block="encoder")
+    assert [write["addr"] for write in encoder] == [*range(256), SWITCH_ADDR]
+    assert encoder[0]["data"] >> 15 == book.lengths[0]
+    assert encoder[0]["data"] & 0x7FFF == int(book.codes[0]) << (15 - int(book.lengths[0]))
+    decoder = config_writes(book, block="decoder", switch=False)
+    assert [write["addr"] for write in decoder] == [*range(256), *range(257, 272)]
+    order = np.lexsort((np.arange(256), book.lengths))
+    assert [write["data"] for write in decoder[:256]] == order.tolist()
+    with pytest.raises(ValueError, match="block must be 'encoder' or 'decoder'"):
+        config_writes(book, block="both")
+
+
+def test_non_canonical_codebooks_are_refused():
+    """A canonical codebook is accepted; the smallest change, two codes of one length
+    swapped (still a prefix code), is refused with a clear error; so is a 16-bit code."""
+    book = real_codebook()
+    assert (book.codes == canonical_codes(book.lengths)).all()
+    config_writes(book, block="encoder")
+    same = np.flatnonzero(book.lengths == book.lengths[0])
+    a, b = int(same[0]), int(same[1])
+    codes = book.codes.astype(np.int64).copy()
+    codes[[a, b]] = codes[[b, a]]
+    swapped = HuffmanCodebook(book.lengths, codes)
+    for block in ("encoder", "decoder"):
+        with pytest.raises(ValueError, match=f"not canonical: symbol {a} has code"):
+            config_writes(swapped, block=block)
+    with pytest.raises(ValueError, match="not canonical"):
+        HuffmanEncoder(codebook=swapped)
+    long = HuffmanCodebook.from_pmf(2.0 ** -np.arange(1, 257), max_length=20)
+    assert long.lengths.max() > 15
+    with pytest.raises(ValueError, match="has a 20-bit code; the hardware takes codes of at "
+                                         "most 15 bits"):
+        config_writes(long, block="decoder")
+    with pytest.raises(TypeError, match="codebook must be a HuffmanCodebook"):
+        config_writes("book", block="encoder")
+
+
+@pytest.mark.parametrize("cls", [HuffmanEncoder, HuffmanDecoder])
+def test_parameters_are_checked(cls):
+    allowed = "1, 2, 4 or 8" if cls is HuffmanEncoder else "1, 2 or 4"
+    with pytest.raises(ValueError, match=f"lanes must be {allowed}, not 3"):
+        cls(lanes=3)
+    with pytest.raises(ValueError, match=f"lanes must be {allowed}, not 16"):
+        cls(lanes=16)
+    with pytest.raises(ValueError, match="word_width must be a positive multiple of 8, not 12"):
+        cls(lanes=1, word_width=12)
+    with pytest.raises(TypeError, match="codebook must be a HuffmanCodebook"):
+        cls(lanes=1, codebook="default")
+    block = cls(lanes=2)
+    Fragment.get(block, None)      # elaborates: a block that is built, not just made
+    assert (block.lanes, block.word_width, block.codebook) == (2, 16, default_codebook())
+    with pytest.raises(AttributeError):
+        block.lanes = 4
+
+
+# -- the decoder on any input --------------------------------------------------------------
+
+def clean(report):
+    """An assertion message: the report's counts, seeds and first mismatches."""
+    shown = {key: report[key] for key in ("frames", "mismatches", "hangs", "hung_frames",
+                                          "mismatches_by_kind", "runs", "examples")}
+    return json.dumps(shown, default=str)[:3000]
+
+
+@pytest.mark.xdist_group("huffman-decoder-1")
+def test_every_code_space_window(seed):
+    """Every 12-bit window starts a frame (8,192 frames), with a real codebook limited to
+    12 bits (every window of a 15-bit codebook would be 65,536 frames; the 15-bit codes
+    are in ``test_bit_exact_with_extreme_codebooks``)."""
+    book = HuffmanCodebook.from_batches([real_symbols(layer=0)], max_length=12)
+    assert int(book.lengths.max()) == 12
+    frames = code_space_frames(book, word_width=16, block="huffman-decoder")
+    assert len(frames) == 2 * 4096
+    report = check_frames(frames, lanes=1, code=book, seed=seed, idle=IDLE, stall=STALL,
+                          block="huffman-decoder", frames_per_run=10_000)
+    assert report["frames"] == len(frames) and report["golden_errors"] > 0
+    assert (report["mismatches"], report["hangs"]) == (0, 0), clean(report)
+
+
+@pytest.mark.parametrize(("block", "lanes", "codebook"), [
+    same_build("huffman-decoder", 1, "real", id="real-1"),
+    same_build("huffman-decoder", 1, "fifteen-bit", id="fifteen-bit-1"),
+    same_build("huffman-decoder", 2, "real", id="real-2"),
+    same_build("huffman-decoder", 4, "fifteen-bit", id="fifteen-bit-4")])
+def test_differential_fuzz(block, lanes, codebook, seed):
+    """Fuzzed frames (flipped bits, cut frames, bad ``bits`` counts, random words): 0
+    mismatches, 0 hangs against golden/words.py."""
+    book = real_codebook() if codebook == "real" else fifteen_bit_codebook()
+    pool = real_symbols(layer=0) if codebook == "real" else None
+    report = run_fuzz(250, lanes=lanes, code=book, pool=pool, seed=seed, idle=IDLE,
+                      stall=STALL, block=block)
+    assert report["frames"] == 250 and report["faults_injected"] > 0
+    assert (report["mismatches"], report["hangs"]) == (0, 0), clean(report)
+
+
+@pytest.mark.xdist_group("huffman-decoder-1")
+def test_word_faults_and_bad_codes(seed):
+    """A word fault, an unused code of an incomplete codebook and a truncated frame each
+    end their frame with the error beat after the good symbols; the next frame decodes."""
+    book = fifteen_bit_codebook()
+    good = np.array([0, 1, 2, 3, 200, 6, 0], dtype=np.uint8)
+    data, nbits = book.encode(good)
+    words = frame_words(data, nbits, 16)
+    unused = 0x7FFF                      # 15 ones: past the last 15-bit code
+    short = frame_words(*book.encode(good[:3]), 16)
+    # symbols 0, 1 (3 bits), zero padding (five 0s), then 15 ones: no code starts there
+    unused = frame_words(bytes([0b01000000, 0xFF, 0xFE]), 8 + 15, 16)
+    cases = [
+        [dict(words[0], bits=8)] + words[1:],                 # a short word: fault at 0
+        short[:-1] + [dict(short[-1], bits=17)],              # a final word over W
+        unused,                                               # an unused code
+        frame_words(data, nbits - 1, 16),                     # truncated
+    ]
+    frames, wanted = [], []
+    for words_in in cases:
+        frames += words_in + frame_words(*book.encode(good), 16)      # then a good frame
+    decoded = decode_words(book, frames, 16)
+    for symbols, error in decoded:
+        wanted += decoder_beats([symbols], 1, error_after=symbols.size if error else None)
+    assert [error for _, error in decoded] == [True, False] * 4
+    component = HuffmanDecoder(lanes=1)
+    result = run_beats(component, inputs={"i": frames}, expected={"o": wanted},
+                       config={"i_config": config_writes(book, block="decoder")},
+                       idle=IDLE, stall=STALL, seed=seed,
+                       name=get_block("huffman-decoder").module_name(lanes=1))
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+    assert len(split_frames(result["output"]["o"])[0]) == 8
