@@ -56,6 +56,7 @@ import ml_dtypes
 import numpy as np
 
 from .bitstream import as_index
+from .words import frames_from_words
 
 __all__ = [
     "TABLE_SIZE",
@@ -84,6 +85,8 @@ __all__ = [
     "ExponentWireError",
     "wire_encode",
     "wire_decode",
+    "wire_decode_prefix",
+    "wire_decode_words",
 ]
 
 #: Exponents a table maps to codes 1..7.
@@ -680,3 +683,73 @@ def wire_decode(wire, table):
     exponent = np.take(table.exponent_of_code, codes)
     exponent[escaped] = escapes
     return join((fields & 0xFF).astype(np.uint8), exponent)
+
+
+def wire_decode_prefix(wire, table):
+    """What a decoder emits for one :class:`WireFrame`, whatever it holds:
+    ``(values, error)``, the ``uint16`` bf16 patterns of the values before the first fault
+    and whether the frame ends with the error beat.
+
+    Faults, each at a value: a value whose 11 bits are not all in the values stream; a
+    code-0 value with no whole escape byte left; an escape that carries an exponent of
+    the table. The values before the first of them are emitted, then the error. If there
+    is none, every value is emitted, and the frame still ends in error if the escapes
+    stream holds bits no value took (extra escapes, or a cut-off byte). A frame
+    :func:`wire_decode` accepts gives its values and no error.
+    """
+    _check_table(table)
+    if not isinstance(wire, WireFrame):
+        raise TypeError(f"wire must be a WireFrame, not {type(wire).__name__}")
+    values_bits = as_index(wire.values_bits, "values_bits")
+    escapes_bits = as_index(wire.escapes_bits, "escapes_bits")
+    if values_bits < 0 or escapes_bits < 0:
+        raise ExponentWireError("a stream's bit count cannot be negative",
+                                stream="values" if values_bits < 0 else "escapes", bit=0)
+    count = values_bits // VALUE_BITS
+    fields = _unpack_bits(wire.values, VALUE_BITS * count, VALUE_BITS, "values")
+    available = escapes_bits // 8
+    escapes = _unpack_bits(wire.escapes, 8 * available, 8, "escapes").astype(np.uint8)
+    codes = (fields >> 8).astype(np.uint8)
+    escaped = np.flatnonzero(codes == ESCAPE)
+    used = min(escaped.size, available)
+    faults = []
+    if escaped.size > available:
+        faults.append(int(escaped[available]))          # the first value with no escape
+    in_table = np.flatnonzero(table.code_of[escapes[:used]] != ESCAPE)
+    if in_table.size:
+        faults.append(int(escaped[in_table[0]]))
+    if faults:
+        stop = min(faults)
+        error = True
+    else:
+        stop = count
+        error = values_bits % VALUE_BITS != 0 or escapes_bits != 8 * escaped.size
+    exponent = np.take(table.exponent_of_code, codes[:stop])
+    taken = escaped[escaped < stop]
+    exponent[taken] = escapes[:taken.size]
+    return join((fields[:stop] & 0xFF).astype(np.uint8), exponent), bool(error)
+
+
+def wire_decode_words(value_words, escape_words, word_width, table):
+    """What a decoder emits for the words of both ports: per frame, ``(values, error)``.
+
+    ``value_words`` and ``escape_words`` are word sequences as
+    :func:`linkcodec.golden.words.frames_from_words` takes them (``data``, ``bits``,
+    ``last``), both ``word_width`` bits wide; frame ``n`` of one port goes with frame
+    ``n`` of the other, so both must hold the same number of frames (a
+    :class:`ValueError` says otherwise). A word fault on either port cuts that stream
+    where the faulty word's bits begin (``docs/bitstream.md``, "Faults in words"); the
+    frame is then decoded as :func:`wire_decode_prefix` decodes the streams so cut, and
+    ends in error.
+    """
+    values = frames_from_words(value_words, word_width)
+    escapes = frames_from_words(escape_words, word_width)
+    if len(values) != len(escapes):
+        raise ValueError(f"the values port holds {len(values)} frames and the escapes port "
+                         f"{len(escapes)}; each frame has one of each")
+    decoded = []
+    for frame, escape in zip(values, escapes):
+        wire = WireFrame(frame.data, frame.nbits, escape.data, escape.nbits)
+        out, error = wire_decode_prefix(wire, table)
+        decoded.append((out, error or frame.fault is not None or escape.fault is not None))
+    return decoded

@@ -7,6 +7,7 @@ import pytest
 
 from linkcodec.golden import exponent as ex
 from linkcodec.golden.exponent import ExponentTable, ExponentWireError, WireFrame
+from linkcodec.sim.beats import frame_words
 
 TABLE = ExponentTable((127, 126, 128, 125, 129, 124, 130))
 ALL = np.arange(1 << 16, dtype=np.uint16)
@@ -96,3 +97,59 @@ def test_bad_arguments():
     refused(wire._replace(escapes_bits=-8), "escapes", 0, "cannot be negative")
     with pytest.raises(ex.ExponentFormatError, match="not float32"):
         ex.wire_encode(np.zeros(3, np.float32), TABLE)
+
+
+# -- what a decoder emits for any frame ------------------------------------------------
+
+def test_prefix_of_a_good_frame_is_the_frame():
+    values, wire = frame_with_escapes()
+    out, error = ex.wire_decode_prefix(wire, TABLE)
+    assert np.array_equal(out, values) and not error
+
+
+def escape_values(wire):
+    codes = (ex.wire_decode(wire, TABLE) >> 7) & 0xFF
+    return np.flatnonzero(TABLE.code_of[codes] == ex.ESCAPE)
+
+
+def test_prefix_stops_at_the_first_fault():
+    values, wire = frame_with_escapes()
+    escaped = escape_values(wire)
+    # one value's bits short: all whole values, then the error
+    out, error = ex.wire_decode_prefix(wire._replace(values_bits=wire.values_bits - 1), TABLE)
+    assert np.array_equal(out, values[:-1]) and error
+    # the last escape missing: the values before the value that needed it
+    count = wire.escapes_bits // 8
+    out, error = ex.wire_decode_prefix(wire._replace(escapes_bits=8 * (count - 1)), TABLE)
+    assert np.array_equal(out, values[:escaped[-1]]) and error
+    # a cut-off escape byte counts as missing
+    out, error = ex.wire_decode_prefix(wire._replace(escapes_bits=8 * count - 1), TABLE)
+    assert np.array_equal(out, values[:escaped[-1]]) and error
+    # the second escape carries a table exponent: the values before its value
+    bad = bytearray(wire.escapes)
+    bad[1] = 127
+    out, error = ex.wire_decode_prefix(wire._replace(escapes=bytes(bad)), TABLE)
+    assert np.array_equal(out, values[:escaped[1]]) and error
+    # an extra escape: every value, then the error
+    extra = wire._replace(escapes=wire.escapes + b"\x05", escapes_bits=wire.escapes_bits + 8)
+    out, error = ex.wire_decode_prefix(extra, TABLE)
+    assert np.array_equal(out, values) and error
+
+
+def test_words_of_both_ports():
+    values, wire = frame_with_escapes()
+    frames = [(values, wire), *[(v, ex.wire_encode(v, TABLE)) for v in
+                                (np.zeros(0, np.uint16), np.array([0x7F80], np.uint16))]]
+    value_words = [w for _, f in frames for w in frame_words(f.values, f.values_bits, 32)]
+    escape_words = [w for _, f in frames for w in frame_words(f.escapes, f.escapes_bits, 32)]
+    decoded = ex.wire_decode_words(value_words, escape_words, 32, TABLE)
+    assert [(out.tolist(), error) for out, error in decoded] == [
+        (v.tolist(), False) for v, _ in frames]
+    # a short non-final escape word: a word fault where its bits begin (bit 0 here)
+    faulty = [dict(word) for word in escape_words]
+    faulty[0]["bits"] = 8
+    assert faulty[0]["last"] == 0
+    out, error = ex.wire_decode_words(value_words, faulty, 32, TABLE)[0]
+    assert np.array_equal(out, values[:escape_values(wire)[0]]) and error
+    with pytest.raises(ValueError, match="values port holds 3 frames and the escapes port 2"):
+        ex.wire_decode_words(value_words, escape_words[:-1], 32, TABLE)
