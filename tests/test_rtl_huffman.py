@@ -296,7 +296,7 @@ def test_word_faults_and_bad_codes(seed):
     """A word fault, an unused code of an incomplete codebook and a truncated frame each
     end their frame with the error beat after the good symbols; the next frame decodes."""
     book = fifteen_bit_codebook()
-    good = np.array([0, 1, 2, 3, 200, 6, 0], dtype=np.uint8)
+    good = np.array([0, 1, 2, 3, 200, 6, 0, 200], dtype=np.uint8)
     data, nbits = book.encode(good)
     words = frame_words(data, nbits, 16)
     unused = 0x7FFF                      # 15 ones: past the last 15-bit code
@@ -307,7 +307,7 @@ def test_word_faults_and_bad_codes(seed):
         [dict(words[0], bits=8)] + words[1:],                 # a short word: fault at 0
         short[:-1] + [dict(short[-1], bits=17)],              # a final word over W
         unused,                                               # an unused code
-        frame_words(data, nbits - 1, 16),                     # truncated
+        frame_words(data[:-(-(nbits - 1) // 8)], nbits - 1, 16),   # truncated
     ]
     frames, wanted = [], []
     for words_in in cases:
