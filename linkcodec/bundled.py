@@ -11,8 +11,8 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["DATA_DIR", "FILE_NAME", "KINDS", "LAYERS", "STEPS", "file_name", "manifest",
-           "bundled_files", "bundled_scale", "tensor_kind"]
+__all__ = ["DATA_DIR", "FILE_NAME", "BF16_FILE_NAME", "KINDS", "LAYERS", "STEPS", "file_name",
+           "manifest", "bundled_files", "bundled_bf16_files", "bundled_scale", "tensor_kind"]
 
 #: The folder holding the sample's ``.npy`` files and ``manifest.json``.
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -27,6 +27,12 @@ LAYERS = tuple(range(6))
 STEPS = tuple(range(4))
 
 _FILE_STEM = re.compile(r"minilm_l(?P<layer>\d+)_(?P<kind>ffn\d_(?:act|grad))_s(?P<step>\d+)$")
+_BF16_STEM = re.compile(
+    r"minilm_bf16_l(?P<layer>\d+)_(?P<kind>ffn\d_(?:act|grad))_s(?P<step>\d+)$")
+
+#: How a bf16 tensor's file is named (``linkcodec capture --bf16``): ``uint16`` bf16 bit
+#: patterns of the same run as the e4m3 files, the first 32 rows of the e4m3 file's.
+BF16_FILE_NAME = "minilm_bf16_l{layer}_{kind}_s{step}.npy"
 
 
 def file_name(layer, kind, step):
@@ -44,9 +50,13 @@ def bundled_files(kind=None, layers=None, steps=None):
     """Bundled ``.npy`` files (``minilm_l{layer}_{kind}_s{step}.npy``), optionally only
     one kind (``ffn2_act`` ...), some layers and some training steps; sorted by layer,
     kind, step."""
+    return _matching("minilm_l*_*.npy", _FILE_STEM, kind, layers, steps)
+
+
+def _matching(pattern, stem, kind, layers, steps):
     found = []
-    for path in DATA_DIR.glob("minilm_l*_*.npy"):
-        match = _FILE_STEM.match(path.stem)
+    for path in DATA_DIR.glob(pattern):
+        match = stem.match(path.stem)
         if match is None:
             continue
         layer, step = int(match["layer"]), int(match["step"])
@@ -55,6 +65,12 @@ def bundled_files(kind=None, layers=None, steps=None):
                 and (steps is None or step in steps)):
             found.append(((layer, match["kind"], step), path))
     return [path for _, path in sorted(found)]
+
+
+def bundled_bf16_files(kind=None, layers=None, steps=None):
+    """Bundled bf16 ``.npy`` files (``minilm_bf16_l{layer}_{kind}_s{step}.npy``), chosen
+    and sorted as :func:`bundled_files` does."""
+    return _matching("minilm_bf16_l*_*.npy", _BF16_STEM, kind, layers, steps)
 
 
 @functools.cache

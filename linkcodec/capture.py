@@ -78,7 +78,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from .bundled import FILE_NAME, file_name
+from .bundled import BF16_FILE_NAME, FILE_NAME, file_name
 from .golden.formats import E4M3_MAX, FormatError, e4m3_scale, to_e4m3_bits
 
 __all__ = [
@@ -645,7 +645,7 @@ def _write_tensor(out, bits, fields, *, layer, kind, step):
 
 def bf16_file_name(layer, kind, step):
     """``minilm_bf16_l{layer}_{kind}_s{step}.npy``, the name of one bf16 tensor."""
-    return f"minilm_bf16_l{layer}_{kind}_s{step}.npy"
+    return BF16_FILE_NAME.format(layer=layer, kind=kind, step=step)
 
 
 def _npy_sha256(array):
