@@ -1,0 +1,69 @@
+"""Descriptions of the exponent-remap encoder and decoder for the harness.
+
+The tables are an :class:`~linkcodec.golden.exponent.ExponentTable`; the default is
+:data:`~linkcodec.rtl.exponent.DEFAULT_TABLE`. Fitted tables come from the exponent
+histogram of all the frames together. A frame is a ``uint16`` array of bf16 bit patterns;
+its coded form is the golden :func:`~linkcodec.golden.exponent.wire_encode`, the values
+stream on ``o`` / ``i`` and the escapes stream on ``o_escapes`` / ``i_escapes``.
+"""
+
+import numpy as np
+
+from ..golden.exponent import table_from_histogram, wire_encode
+from ..rtl.exponent import (DEFAULT_TABLE, LANES, ExponentRemapDecoder, ExponentRemapEncoder,
+                            config_writes, default_word_width)
+from .beats import decoder_beats, frame_words, symbol_beats
+from .block import BlockDescription
+
+__all__ = ["ExponentRemapEncoderBlock", "ExponentRemapDecoderBlock", "wire_words"]
+
+
+def wire_words(frame, table, word_width):
+    """``(values_words, escapes_words)``: the words of both streams of ``frame``'s wire
+    frame under ``table``."""
+    wire = wire_encode(frame, table)
+    return (frame_words(wire.values, wire.values_bits, word_width),
+            frame_words(wire.escapes, wire.escapes_bits, word_width))
+
+
+class _ExponentBlock(BlockDescription):
+    lanes = LANES
+    symbol_dtype = np.uint16
+    config_ports = ("i_config",)
+    component = None          # ExponentRemapEncoder or ExponentRemapDecoder
+
+    def default_word_width(self, lanes):
+        return default_word_width(lanes)
+
+    def default_tables(self):
+        return DEFAULT_TABLE
+
+    def fitted_tables(self, frames):
+        """The table of the 7 most frequent exponents of all ``frames`` pooled."""
+        return table_from_histogram(np.concatenate([self.prepare(frame) for frame in frames]))
+
+    def build(self, *, lanes, word_width=None, tables=None):
+        return self.component(lanes=lanes, word_width=word_width, table=tables)
+
+    def config_writes(self, tables):
+        return {"i_config": config_writes(tables)}
+
+
+class ExponentRemapEncoderBlock(_ExponentBlock):
+    name = "exponent-encoder"
+    module = "linkcodec_exponent_encoder"
+    component = ExponentRemapEncoder
+
+    def frame_io(self, frame, *, lanes, word_width, tables):
+        values, escapes = wire_words(frame, tables, word_width)
+        return {"i": symbol_beats([frame], lanes)}, {"o": values, "o_escapes": escapes}
+
+
+class ExponentRemapDecoderBlock(_ExponentBlock):
+    name = "exponent-decoder"
+    module = "linkcodec_exponent_decoder"
+    component = ExponentRemapDecoder
+
+    def frame_io(self, frame, *, lanes, word_width, tables):
+        values, escapes = wire_words(frame, tables, word_width)
+        return {"i": values, "i_escapes": escapes}, {"o": decoder_beats([frame], lanes)}
