@@ -1,8 +1,9 @@
 """The ``linkcodec`` command line.
 
-- ``linkcodec sim BLOCK [--lanes N] [--layout base|optimal] [--json] FILE...`` runs a
-  block under Verilator and counts cycles per symbol; ``linkcodec sim qlc-decoder --fuzz
-  N [FILE...]`` fuzzes the decoder against the golden model;
+- ``linkcodec sim BLOCK [--lanes N] [--layout base|optimal] [--codebook JSON] [--json]
+  FILE...`` runs a block under Verilator and counts cycles per symbol; ``linkcodec sim
+  qlc-decoder|huffman-decoder --fuzz N [FILE...]`` fuzzes a decoder against the golden
+  model;
 - ``linkcodec analyze [--format e4m3|bf16] [--json] [--plot PNG] FILE... [--scales S...]``
   reports how compressible tensors are under each codec;
 - ``linkcodec codebook build --from FILE... -o book.json [--scales S... --scale S]``
@@ -37,19 +38,45 @@ def _qlc_code(symbol_arrays, layout_name, codebook=None):
     return QlcCode.from_pmf(pmf, layout=layout)
 
 
+def _is_huffman(args):
+    """Whether ``sim`` runs a Huffman block; ``--layout`` is for QLC blocks only."""
+    huffman = args.block.startswith("huffman-")
+    if huffman and args.layout is not None:
+        raise ValueError(f"--layout picks a QLC layout; {args.block} takes --codebook")
+    if args.layout is None:
+        args.layout = "optimal"
+    return huffman
+
+
+def _huffman_codebook(args, arrays):
+    """The codebook a Huffman block runs with: ``--codebook``, else the one ``linkcodec
+    codebook build`` would build from the FILEs (one batch a file)."""
+    from .sim.blocks import get_block
+
+    codebook = _codebook(args)
+    if codebook is not None:
+        return codebook
+    return get_block(args.block).fitted_tables(arrays)
+
+
 def cmd_sim(args):
     from .inputs import read_e4m3_shards
 
+    huffman = _is_huffman(args)
     if args.fuzz is not None:
-        return _sim_fuzz(args)
+        return _sim_fuzz(args, huffman)
     if not args.files:
         raise ValueError("give at least one FILE (FILEs are optional only with --fuzz)")
     from .sim.harness import run_frames
 
     shards = read_e4m3_shards(args.files)
     arrays = [shard.symbols for shard in shards]
-    codebook = _codebook(args)
-    code = _qlc_code(arrays, args.layout, codebook)
+    if huffman:
+        code = _huffman_codebook(args, arrays)
+        described = {"codebook": code.id}
+    else:
+        code = _qlc_code(arrays, args.layout, _codebook(args))
+        described = {"layout": args.layout}
     result = run_frames(args.block, arrays, lanes=args.lanes, tables=code,
                         word_width=args.word_width, idle=args.idle or 0.0,
                         stall=args.stall or 0.0, seed=args.seed)
@@ -61,7 +88,7 @@ def cmd_sim(args):
         "symbols_per_cycle": round(result["symbols_per_cycle"], 4),
         "bit_exact": result["bit_exact"],
         "word_width": result["word_width"],
-        "layout": args.layout,
+        **described,
         "seed": result["seed"],
         "files": [
             dict(frame, file=shard.file, tensor=shard.tensor)
@@ -71,8 +98,9 @@ def cmd_sim(args):
     if args.json:
         print(json.dumps(report, indent=2))
     else:
+        table = " ".join(f"{key} {value}" for key, value in described.items())
         print(f"{report['block']}  lanes {report['lanes']}  word {report['word_width']} bits  "
-              f"layout {args.layout}  seed {report['seed']}")
+              f"{table}  seed {report['seed']}")
         for frame in report["files"]:
             print(f"  {frame['file']}: {frame['symbols']} symbols in {frame['cycles']} cycles"
                   f" = {frame['symbols_per_cycle']:.3f} symbols/cycle")
@@ -104,29 +132,39 @@ def _beats_summary(beats):
 FUZZ_IDLE = FUZZ_STALL = 0.3
 
 
-def _sim_fuzz(args):
-    """``linkcodec sim qlc-decoder --fuzz N [FILE...]``: differential fuzzing against the
-    golden word-level model (``linkcodec.sim.fuzz``)."""
+def _sim_fuzz(args, huffman):
+    """``linkcodec sim qlc-decoder|huffman-decoder --fuzz N [FILE...]``: differential
+    fuzzing against the golden word-level model (``linkcodec.sim.fuzz``)."""
     from .golden.qlc import QlcCode
     from .inputs import read_e4m3_shards
     from .sim.fuzz import run_fuzz
 
-    if args.block != "qlc-decoder":
-        raise ValueError(f"--fuzz fuzzes the decoder (qlc-decoder), not {args.block}")
+    if args.block not in ("qlc-decoder", "huffman-decoder"):
+        raise ValueError(f"--fuzz fuzzes a decoder (qlc-decoder or huffman-decoder), not "
+                         f"{args.block}")
     if args.fuzz < 1:
         raise ValueError(f"--fuzz takes a number of frames of at least 1, not {args.fuzz}")
     shards = read_e4m3_shards(args.files) if args.files else []
     arrays = [shard.symbols for shard in shards]
     codebook = _codebook(args)
-    if arrays or codebook is not None:
-        code, layout = _qlc_code(arrays, args.layout, codebook), args.layout
+    if huffman:
+        if arrays or codebook is not None:
+            code = _huffman_codebook(args, arrays)
+        else:
+            from .rtl.huffman import default_codebook
+            code = default_codebook()                  # random symbols, the reset codebook
+        described = {"codebook": code.id}
+    elif arrays or codebook is not None:
+        code = _qlc_code(arrays, args.layout, codebook)
+        described = {"layout": args.layout}
     else:
-        code, layout = QlcCode.base(), "base"      # random symbols and the base code
+        code = QlcCode.base()                          # random symbols and the base code
+        described = {"layout": "base"}
     pool = np.concatenate(arrays) if arrays else None
     if pool is not None and pool.size == 0:
         raise ValueError("the FILEs hold no symbols to fuzz with")
     result = run_fuzz(args.fuzz, lanes=args.lanes, word_width=args.word_width, code=code,
-                      pool=pool, seed=args.seed,
+                      pool=pool, seed=args.seed, block=args.block,
                       idle=FUZZ_IDLE if args.idle is None else args.idle,
                       stall=FUZZ_STALL if args.stall is None else args.stall)
     clean = result["mismatches"] == 0 and result["hangs"] == 0
@@ -134,7 +172,7 @@ def _sim_fuzz(args):
         "block": result["block"],
         "lanes": result["lanes"],
         "word_width": result["word_width"],
-        "layout": layout,
+        **described,
         "seed": result["seed"],
         "frames": result["frames"],
         "faults_injected": result["faults_injected"],
@@ -160,7 +198,8 @@ def _sim_fuzz(args):
         print(json.dumps(report, indent=2))
     else:
         print(f"{report['block']}  lanes {report['lanes']}  word {report['word_width']} bits  "
-              f"layout {layout}  seed {report['seed']}  fuzz {args.fuzz} frames  "
+              f"{' '.join(f'{key} {value}' for key, value in described.items())}  "
+              f"seed {report['seed']}  fuzz {args.fuzz} frames  "
               f"idle {report['idle']}  stall {report['stall']}")
         kinds = ", ".join(f"{kind} {count}" for kind, count in report["kinds"].items())
         print(f"  frames {report['frames']} ({kinds}); faults injected "
@@ -250,11 +289,14 @@ def build_parser():
                     "to e4m3 with per-tensor amax scaling. A .safetensors "
                     "file gives one frame per tensor. The code's ranks come from the "
                     "PMF of all the FILEs together and are loaded through the config port.")
-    sim.add_argument("block", choices=["qlc-encoder", "qlc-decoder"])
+    sim.add_argument("block", choices=["qlc-encoder", "qlc-decoder", "huffman-encoder",
+                                       "huffman-decoder"])
     sim.add_argument("files", nargs="*", metavar="FILE",
                      help="tensors to code (at least one; optional with --fuzz)")
     sim.add_argument("--lanes", type=int, default=1, choices=[1, 2, 4, 8, 16])
-    sim.add_argument("--layout", choices=["base", "optimal"], default="optimal")
+    sim.add_argument("--layout", choices=["base", "optimal"], default=None,
+                     help="QLC blocks: the base layout or the optimal one for the FILEs "
+                          "(default optimal)")
     sim.add_argument("--word-width", type=int, default=None,
                      help="bits per coded word (default: 8 x lanes, at least 16)")
     sim.add_argument("--idle", type=float, default=None,
@@ -265,15 +307,18 @@ def build_parser():
                           f"{FUZZ_STALL} with --fuzz)")
     sim.add_argument("--seed", type=int, default=None, help="seed for idle/stall patterns")
     sim.add_argument("--codebook", metavar="JSON",
-                     help="rank symbols by this codebook's code lengths instead of the "
-                          "files' PMF (a codebook from `linkcodec codebook build`)")
+                     help="QLC blocks: rank symbols by this codebook's code lengths instead "
+                          "of the files' PMF; Huffman blocks: code with this codebook instead "
+                          "of the one built from the FILEs (a codebook from `linkcodec "
+                          "codebook build`)")
     sim.add_argument("--fuzz", type=int, default=None, metavar="N",
-                     help="qlc-decoder only: differential fuzzing against the golden model "
+                     help="decoders only: differential fuzzing against the golden model "
                           "on N frames (random words; coded frames with flipped bits, cut "
                           "short or with bad bits counts) under idle and backpressure; "
                           "reports frames, faults_injected, mismatches and hangs. With "
                           "FILEs the frames are mutations of their symbols, coded with "
-                          "their code; without, random symbols and the base code")
+                          "their code; without, random symbols and the base code (the "
+                          "default codebook for huffman-decoder)")
     sim.add_argument("--json", action="store_true", help="print JSON")
     sim.set_defaults(func=cmd_sim)
     sim.parse_known_args = _files_after_options(sim)
