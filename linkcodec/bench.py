@@ -594,7 +594,7 @@ coded with codes built from steps 0-2 (`linkcodec bench --codecs`).
 
 
 def _synthesis_part(rows, page, lanes):
-    from .hardware import hardware_file
+    from .hardware import hardware_bf16_file, hardware_file
     from .plot import plot_by_lanes
     from .report import render
 
@@ -617,8 +617,10 @@ from seed to seed; `linkcodec report --seeds N` gives the median). LUTs are
 `TRELLIS_COMB` cells, RAM cells `TRELLIS_RAMW` plus `DP16KD`. Gates are NAND2 equivalents
 from yosys' generic synthesis (weights in `linkcodec/synth.py`; tables counted as
 flip-flops). Symbols per cycle are simulated under Verilator on
-`{hardware_file().name}`, with tables fitted to it loaded at run time (QLC: the optimal
-layout and ranks of its PMF; Huffman: its codebook), no stalls (the run of
+`{hardware_file().name}` (blocks of bf16 values on `{hardware_bf16_file().name}`, the
+same kind and step of layer 4), with tables
+fitted to it loaded at run time (QLC: the optimal layout and ranks of its PMF; Huffman:
+its codebook; exponent remap: the 7 most frequent exponents), no stalls (the run of
 `linkcodec bench --hardware`); Msymbols/s = symbols/cycle x Fmax. Synthesis runs are
 cached by the hash of the Verilog: a first run takes minutes per block (the most at 8
 lanes), a re-run of unchanged blocks only simulates.

@@ -2,7 +2,7 @@
 simulation, and area and Fmax from synthesis.
 
 - :func:`throughput` runs a block under Verilator on ``minilm_l3_ffn2_act_s0.npy`` of the
-  bundled sample with tables fitted to that file (the block description's
+  bundled sample (a block of bf16 values on ``minilm_bf16_l4_ffn2_act_s0.npy``) with tables fitted to that file (the block description's
   ``fitted_tables``: for QLC the optimal layout from its PMF), loaded at run time,
   no idle cycles and no backpressure: the run ``linkcodec bench --hardware`` shows.
 - :func:`synthesis` takes the block's generated Verilog (``linkcodec generate``, default
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .bundled import bundled_files
+from .bundled import bundled_bf16_files, bundled_files
 
-__all__ = ["HARDWARE_KIND", "HARDWARE_LAYER", "SYNTH_ROOT", "hardware_file", "throughput",
-           "synthesis", "report_row"]
+__all__ = ["HARDWARE_KIND", "HARDWARE_LAYER", "HARDWARE_BF16_LAYER", "SYNTH_ROOT",
+           "hardware_file", "hardware_bf16_file", "throughput", "synthesis", "report_row"]
 
 #: The tensor every block's symbols per cycle are measured on.
 HARDWARE_KIND, HARDWARE_LAYER = "ffn2_act", 3
@@ -30,9 +30,26 @@ HARDWARE_KIND, HARDWARE_LAYER = "ffn2_act", 3
 SYNTH_ROOT = Path(os.environ.get("LINKCODEC_SYNTH", Path.cwd() / "build" / "synth"))
 
 
-def hardware_file():
-    """``minilm_l3_ffn2_act_s0.npy``: step 0 of layer 3's FFN2 activations."""
+#: The layer of the bf16 tensor that blocks of bf16 values are measured on (the sample's
+#: bf16 tensors are of layers 1 and 4).
+HARDWARE_BF16_LAYER = 4
+
+
+def hardware_file(block=None):
+    """The tensor ``block`` (a name; any e4m3 block if None) is measured on:
+    ``minilm_l3_ffn2_act_s0.npy``, step 0 of layer 3's FFN2 activations, for a block of
+    e4m3 symbols; ``minilm_bf16_l4_ffn2_act_s0.npy`` for a block of bf16 values."""
+    if block is not None:
+        from .sim.blocks import get_block
+
+        if np.dtype(get_block(block).symbol_dtype) == np.uint16:
+            return hardware_bf16_file()
     return bundled_files(HARDWARE_KIND, layers=[HARDWARE_LAYER], steps=[0])[0]
+
+
+def hardware_bf16_file():
+    """``minilm_bf16_l4_ffn2_act_s0.npy``, what blocks of bf16 values are measured on."""
+    return bundled_bf16_files(HARDWARE_KIND, layers=[HARDWARE_BF16_LAYER], steps=[0])[0]
 
 
 def throughput(block, lanes, *, word_width=None):
@@ -41,7 +58,7 @@ def throughput(block, lanes, *, word_width=None):
     from .sim.blocks import get_block
     from .sim.harness import run_frames
 
-    path = hardware_file()
+    path = hardware_file(block)
     symbols = np.load(path).reshape(-1)
     tables = get_block(block).fitted_tables([symbols])
     result = run_frames(block, [symbols], lanes=lanes, word_width=word_width, tables=tables,
