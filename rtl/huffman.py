@@ -31,7 +31,7 @@ that load a codebook and switch to it.
 """
 
 import numpy as np
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -335,6 +335,21 @@ def _frame_order(word):
     return Value.cast(word)[::-1]
 
 
+def _pick(candidates, index):
+    """``candidates[index]`` as a tree of 2-way muxes on the bits of ``index``; an index
+    past the candidates gives 0 (a plain ``Array`` lookup leaves such cases open)."""
+    width = max(len(Value.cast(candidate)) for candidate in candidates)
+    index = Value.cast(index)
+    candidates = list(candidates)[:1 << len(index)]
+    select_width = max(1, (len(candidates) - 1).bit_length())
+    level = candidates + [Const(0, width)] * ((1 << select_width) - len(candidates))
+    for bit in range(select_width):
+        level = [Mux(index[bit], high, low) for low, high in zip(level[0::2], level[1::2])]
+    if len(index) > select_width:
+        level[0] = Mux(index[select_width:] == 0, level[0], 0)
+    return level[0]
+
+
 def _bits_at(value, amount, width):
     """``value[amount:amount + width]`` (0 past its end), a barrel shifter that takes its
     largest step first and keeps only the bits later steps can reach."""
@@ -507,8 +522,8 @@ class HuffmanDecoder(_HuffmanBlock):
         m.d.comb += step.eq(ready & advance)
 
         positions = W + L * (N - 1)                 # where a group's codes can start
-        lengths = Array([slots[p // W].lengths[p % W] for p in range(positions)])
-        bads = Array([slots[p // W].bad[p % W] for p in range(positions)])
+        lengths = [slots[p // W].lengths[p % W] for p in range(positions)]
+        bads = [slots[p // W].bad[p % W] for p in range(positions)]
         chain = [start]
         code_lengths, code_bad = [], []
         for lane in range(N):
@@ -516,7 +531,7 @@ class HuffmanDecoder(_HuffmanBlock):
             m.d.comb += at.eq(chain[-1])
             length = Signal(4, name=f"lane{lane}_length")
             bad = Signal(name=f"lane{lane}_bad")
-            m.d.comb += [length.eq(lengths[at]), bad.eq(bads[at])]
+            m.d.comb += [length.eq(_pick(lengths, at)), bad.eq(_pick(bads, at))]
             chain[-1] = at
             code_lengths.append(length)
             code_bad.append(bad)
@@ -612,7 +627,7 @@ class HuffmanDecoder(_HuffmanBlock):
         offsets = bank_entries(ctrl["bank"])
         for fields, read in zip(lanes, table_reads):
             code = fields["window"] >> (L - fields["length"])[:4]
-            offset = Array([entry.offset for entry in offsets])[fields["length"]]
+            offset = _pick([entry.offset for entry in offsets], fields["length"])
             m.d.comb += [read.addr.eq(Cat((code[:8] + offset)[:8], ctrl["bank"])),
                          read.en.eq(advance)]
         out_bank = Signal()
