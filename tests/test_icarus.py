@@ -17,6 +17,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from linkcodec.bundled import bundled_files
+from linkcodec.golden.huffman import HuffmanCodebook
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.sim.blocks import BLOCKS
 from linkcodec.sim.harness import XZValueError, first_mismatch, run_beats, run_frames
@@ -37,9 +38,17 @@ def adapted_qlc_code():
     return code
 
 
+def real_huffman_codebook():
+    """The codebook `linkcodec codebook build` makes from a real activation tensor."""
+    symbols = np.load(bundled_files("ffn2_act", layers=[0])[0]).reshape(-1)
+    return HuffmanCodebook.from_batches([symbols])
+
+
 #: Tables each block loads at run time, other than its reset-time default. A new block
 #: adds its own here.
-RUNTIME_TABLES = {"qlc-encoder": adapted_qlc_code, "qlc-decoder": adapted_qlc_code}
+RUNTIME_TABLES = {"qlc-encoder": adapted_qlc_code, "qlc-decoder": adapted_qlc_code,
+                  "huffman-encoder": real_huffman_codebook,
+                  "huffman-decoder": real_huffman_codebook}
 
 
 def stimulus_frames(dtype, lanes):
