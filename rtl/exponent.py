@@ -22,7 +22,7 @@ set at elaboration from an :class:`~linkcodec.golden.exponent.ExponentTable` (de
 ``addr``           meaning of ``data``
 =================  ==========================================================
 ``0 .. 6``         the exponent of code ``addr + 1`` (``data[0:8]``)
-``7``              ignored
+``7``              a spare register that nothing reads
 =================  ==========================================================
 
 Write the table between frames, while the block is idle, and keep its 7 exponents
@@ -121,8 +121,10 @@ class _ExponentBlock(wiring.Component):
 
     def _table_registers(self, m):
         """The 7 exponent registers, loaded through ``i_config`` (always ready)."""
+        # Eight registers, not seven: address 7 is a spare that nothing reads, so that the
+        # registers' write decoder covers every 3-bit address (Verilator's lint asks it).
         m.submodules.table = table = ConfigRegisters(
-            shape=8, depth=TABLE_SIZE, init=list(self._table.exponents),
+            shape=8, depth=TABLE_SIZE + 1, init=[*self._table.exponents, 0],
             config_layout=config_layout)
         m.d.comb += [self.i_config.ready.eq(1),
                      table.config.valid.eq(self.i_config.valid),
@@ -379,14 +381,17 @@ class ExponentRemapDecoder(_ExponentBlock):
         group_last = short | full_end
         group_error = short & (fault | ~whole)
 
+        # Where the next beat starts, and whether this one reaches the next word: constants
+        # of the position. (Plain expressions, not a ``Switch``: an event-driven simulator
+        # then evaluates them at time 0 too, and no X lingers in them.)
         next_position = Signal(range(positions))
         crosses = Signal()
-        with m.Switch(position):
-            for index in range(positions):
-                after = index * step_bits + span
-                with m.Case(index):
-                    m.d.comb += [crosses.eq(after >= width),
-                                 next_position.eq((after % width) // step_bits)]
+        ends = [index * step_bits + span for index in range(positions)]
+        m.d.comb += [
+            crosses.eq(_mux(position, [Const(end >= width, 1) for end in ends], 1)),
+            next_position.eq(_mux(position, [Const((end % width) // step_bits, range(positions))
+                                             for end in ends], len(next_position))),
+        ]
 
         # Stage registers: G (values), P (codes); each loads when empty or taken.
         values_stage = {"valid": Signal(name="values_valid"),

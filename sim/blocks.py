@@ -1,5 +1,6 @@
 """The blocks the harness, ``linkcodec sim`` and ``linkcodec generate`` know, by name."""
 
+from .exponent import ExponentRemapDecoderBlock, ExponentRemapEncoderBlock
 from .huffman import HuffmanDecoderBlock, HuffmanEncoderBlock
 from .qlc import QlcDecoderBlock, QlcEncoderBlock
 
@@ -7,7 +8,9 @@ __all__ = ["BLOCKS", "get_block"]
 
 #: Every block description, by its command-line name.
 BLOCKS = {block.name: block for block in (QlcEncoderBlock(), QlcDecoderBlock(),
-                                          HuffmanEncoderBlock(), HuffmanDecoderBlock())}
+                                          HuffmanEncoderBlock(), HuffmanDecoderBlock(),
+                                          ExponentRemapEncoderBlock(),
+                                          ExponentRemapDecoderBlock())}
 
 
 def get_block(name):

@@ -17,6 +17,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from linkcodec.bundled import bundled_files
+from linkcodec.golden.exponent import ExponentTable
 from linkcodec.golden.huffman import HuffmanCodebook
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.sim.blocks import BLOCKS
@@ -46,9 +47,16 @@ def real_huffman_codebook():
 
 #: Tables each block loads at run time, other than its reset-time default. A new block
 #: adds its own here.
+def exponent_table():
+    """An exponent table other than the reset-time one, with exponents 0 and 1 (those of
+    the small bit patterns below) and a few escaping."""
+    return ExponentTable((1, 0, 127, 126, 128, 125, 129))
+
+
 RUNTIME_TABLES = {"qlc-encoder": adapted_qlc_code, "qlc-decoder": adapted_qlc_code,
                   "huffman-encoder": real_huffman_codebook,
-                  "huffman-decoder": real_huffman_codebook}
+                  "huffman-decoder": real_huffman_codebook,
+                  "exponent-encoder": exponent_table, "exponent-decoder": exponent_table}
 
 
 def stimulus_frames(dtype, lanes):

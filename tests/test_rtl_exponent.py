@@ -1,0 +1,418 @@
+"""Exponent-remap encoder and decoder under Verilator, bit-exact against the golden model
+(``golden.exponent``: ``wire_encode`` for the encoder, ``wire_decode_words`` for the
+decoder, whatever words it is given).
+
+Every run has random idle cycles on the inputs and random backpressure on the output
+unless it measures timing; the seed is printed (replay with ``LINKCODEC_SEED``). Every
+case of one block and lane count shares one Verilator build (the block with its default
+table; the tables under test load through ``i_config``) and runs on one xdist worker
+(``xdist_group``), so builds never race and each is made once.
+"""
+
+import ml_dtypes
+import numpy as np
+import pytest
+from amaranth.hdl import Fragment
+from amaranth.sim import Simulator
+
+from linkcodec.bundled import bundled_bf16_files
+from linkcodec.golden.exponent import (ExponentTable, WireFrame, table_from_histogram,
+                                       table_from_tensor_sigma, wire_decode_words, wire_encode)
+from linkcodec.rtl.exponent import (DEFAULT_TABLE, ExponentRemapDecoder, ExponentRemapEncoder,
+                                    config_writes, default_word_width)
+from linkcodec.rtl.payload import pack, unpack
+from linkcodec.sim.beats import decoder_beats, frame_words, symbol_beats
+from linkcodec.sim.blocks import get_block
+from linkcodec.sim.exponent import wire_words
+from linkcodec.sim.harness import first_mismatch, run_beats, run_frames, stream_ports
+
+IDLE, STALL = 0.3, 0.3
+LANES = [4, 8, 16]
+
+
+def same_build(block, lanes, *values):
+    return pytest.param(block, lanes, *values, marks=pytest.mark.xdist_group(f"{block}-{lanes}"),
+                        id=f"{block}-{lanes}")
+
+
+def bf16(values):
+    return np.asarray(values, dtype=np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
+
+
+def real_bf16(count=None, index=0):
+    """A real bf16 tensor from the sample when it holds some; otherwise a stand-in of
+    Gaussian values with a few outliers (so that some exponents escape)."""
+    files = bundled_bf16_files()
+    if files:
+        values = np.load(files[index % len(files)]).reshape(-1)
+        if values.dtype != np.uint16:
+            values = bf16(values)
+    else:
+        rng = np.random.default_rng(index)
+        values = rng.standard_normal(40_000) * 0.02
+        values[rng.integers(0, values.size, 400)] *= 1000
+        values = bf16(values)
+    return values if count is None else values[:count]
+
+
+def all_patterns():
+    return np.arange(1 << 16, dtype=np.uint16)
+
+
+def escaping_table():
+    """A table none of whose exponents a frame of ``all_escapes`` holds."""
+    return ExponentTable((1, 2, 3, 4, 5, 6, 7))
+
+
+def all_escapes():
+    """Every value escapes under :func:`escaping_table` (exponents 0, 8..255)."""
+    rng = np.random.default_rng(7)
+    exponents = rng.choice(np.r_[0, 8:256], 300).astype(np.uint16)
+    return (rng.integers(0, 2, 300, dtype=np.uint16) << 15) | (exponents << 7) | (
+        rng.integers(0, 128, 300, dtype=np.uint16))
+
+
+def stimulus_frames(lanes):
+    rng = np.random.default_rng(lanes)
+    return [
+        real_bf16(3000),
+        np.zeros(0, np.uint16),                                    # an empty frame
+        np.array([0x3F80], np.uint16),                             # one value
+        rng.integers(0, 1 << 16, lanes + 1, dtype=np.uint16),      # a partial last beat
+        rng.integers(0, 1 << 16, 3 * lanes, dtype=np.uint16),     # whole beats only
+        bf16(rng.standard_normal(500)),
+    ]
+
+
+def decoder_expected(decoded, lanes):
+    """The beats a decoder emits for ``wire_decode_words``'s ``(values, error)`` frames."""
+    beats = []
+    for values, error in decoded:
+        beats += decoder_beats([values], lanes, error_after=values.size if error else None)
+    return beats
+
+
+def run_decoder_words(lanes, value_words, escape_words, table, *, seed, idle=IDLE,
+                      stall=STALL):
+    """Any words through the decoder (``table`` loaded through ``i_config``), against the
+    golden front end."""
+    width = default_word_width(lanes)
+    expected = decoder_expected(wire_decode_words(value_words, escape_words, width, table),
+                                lanes)
+    block = get_block("exponent-decoder")
+    return run_beats(block.build(lanes=lanes), inputs={"i": value_words, "i_escapes": escape_words},
+                     expected={"o": expected}, config=block.config_writes(table), idle=idle,
+                     stall=stall, seed=seed, name=block.module_name(lanes=lanes))
+
+
+# -- through both blocks -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("block", "lanes"), [
+    same_build(block, lanes) for block in ("exponent-encoder", "exponent-decoder")
+    for lanes in LANES])
+def test_every_bf16_pattern_round_trips(block, lanes, seed):
+    """All 65,536 bit patterns (two frames: the default table, then one from their own
+    histogram), with the corner frames, under idle and backpressure."""
+    patterns = all_patterns()
+    for table in (DEFAULT_TABLE, table_from_histogram(real_bf16())):
+        frames = [patterns, *stimulus_frames(lanes)]
+        result = run_frames(block, frames, lanes=lanes, tables=table, idle=IDLE, stall=STALL,
+                            seed=seed)
+        assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+        assert result["symbols"] == sum(frame.size for frame in frames)
+
+
+@pytest.mark.parametrize(("block", "lanes"), [
+    same_build(block, 4) for block in ("exponent-encoder", "exponent-decoder")])
+@pytest.mark.parametrize("fit", ["sigma", "histogram"])
+def test_real_values_with_a_fitted_table(block, lanes, fit, seed):
+    """Real bf16 values with the table from their sigma and from their histogram; a frame
+    where every value escapes; an empty and a one-value frame."""
+    values = real_bf16(8000, index=1)
+    table = table_from_tensor_sigma(values) if fit == "sigma" else table_from_histogram(values)
+    frames = [values[:5000], np.zeros(0, np.uint16), values[5000:5001], values[5001:]]
+    result = run_frames(block, frames, lanes=lanes, tables=table, idle=IDLE, stall=STALL,
+                        seed=seed)
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+    everything = all_escapes()
+    assert wire_encode(everything, escaping_table()).escapes_bits == 8 * everything.size
+    result = run_frames(block, [everything, np.zeros(0, np.uint16), everything[:1]],
+                        lanes=lanes, tables=escaping_table(), idle=IDLE, stall=STALL, seed=seed)
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+
+
+@pytest.mark.parametrize(("block", "lanes"), [
+    same_build(block, lanes) for block in ("exponent-encoder", "exponent-decoder")
+    for lanes in LANES])
+def test_throughput_on_real_values(block, lanes):
+    """At least 0.95 * lanes values a cycle on real bf16 values, table from their
+    histogram, no stalls."""
+    values = real_bf16(20_000)
+    description = get_block(block)
+    result = run_frames(block, [values], lanes=lanes, tables=description.fitted_tables([values]),
+                        seed=1)
+    assert result["bit_exact"], first_mismatch(result)
+    assert result["symbols_per_cycle"] >= 0.95 * lanes, result["symbols_per_cycle"]
+
+
+@pytest.mark.parametrize(("block", "lanes"), [
+    same_build(block, lanes) for block in ("exponent-encoder", "exponent-decoder")
+    for lanes in LANES])
+def test_latency_is_as_documented(block, lanes):
+    """From a frame's first input transfer to its first output transfer, no stalls (the
+    encoder: a one-beat frame, whose words end it)."""
+    rng = np.random.default_rng(lanes)
+    frames = [rng.integers(0, 1 << 16, 4 * lanes, dtype=np.uint16), np.zeros(0, np.uint16)]
+    if block == "exponent-encoder":
+        frames[0] = frames[0][:lanes]
+    result = run_frames(block, frames, lanes=lanes, seed=1)
+    assert result["bit_exact"], first_mismatch(result)
+    component = get_block(block).build(lanes=lanes)
+    Fragment.get(component, None)
+    inputs = result["input_cycles"]["i"]
+    for port, outputs in result["output_cycles"].items():
+        assert outputs[0] - inputs[0] == component.latency, port
+
+
+# -- a table swap between frames (Amaranth's simulator: the writes go between frames) ------
+
+def _simulate(component, phases, *, limit=5000):
+    """Run ``component`` through ``phases``, each ``(writes, inputs, counts)``: the config
+    writes, then the beats of every input port, until each output port has given
+    ``counts[port]`` beats. Returns the output beats, per phase and port."""
+    in_ports, out_ports = stream_ports(component)
+    results = []
+
+    async def bench(ctx):
+        for writes, inputs, counts in phases:
+            for write in writes:
+                ctx.set(component.i_config.valid, 1)
+                ctx.set(component.i_config.payload.as_value(), pack(in_ports["i_config"], write))
+                await ctx.tick()
+            ctx.set(component.i_config.valid, 0)
+            pending = {port: list(beats) for port, beats in inputs.items()}
+            got = {port: [] for port in out_ports}
+            for _ in range(limit):
+                if all(len(got[port]) >= counts[port] for port in out_ports) and not any(
+                        pending.values()):
+                    break
+                for port, beats in pending.items():
+                    stream = getattr(component, port)
+                    ctx.set(stream.valid, bool(beats))
+                    if beats:
+                        ctx.set(stream.payload.as_value(), pack(in_ports[port], beats[0]))
+                for port in out_ports:
+                    ctx.set(getattr(component, port).ready, 1)
+                taken = [port for port, beats in pending.items() if beats
+                         and ctx.get(getattr(component, port).ready)]
+                for port in out_ports:
+                    stream = getattr(component, port)
+                    if ctx.get(stream.valid):
+                        got[port].append(unpack(out_ports[port],
+                                                ctx.get(stream.payload.as_value())))
+                await ctx.tick()
+                for port in taken:
+                    pending[port].pop(0)
+            for port in pending:
+                ctx.set(getattr(component, port).valid, 0)
+            for _ in range(10):                      # nothing more comes
+                for port in out_ports:
+                    if ctx.get(getattr(component, port).valid):
+                        got[port].append("extra")
+                await ctx.tick()
+            results.append(got)
+
+    sim = Simulator(component)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return results
+
+
+def test_table_swap_between_frames():
+    """A frame with the reset-time table, the writes of another, a frame with that one:
+    both blocks follow the swap (the second frame escapes under the first table)."""
+    lanes, width = 4, default_word_width(4)
+    rng = np.random.default_rng(11)
+    frames = [bf16(rng.standard_normal(40)), bf16(rng.standard_normal(40) * 1e-3)]
+    table = table_from_histogram(frames[1])
+    assert set(table.exponents).isdisjoint(DEFAULT_TABLE.exponents)
+    tables = [DEFAULT_TABLE, table]
+    words = [wire_words(frame, book, width) for frame, book in zip(frames, tables)]
+    assert words[1] != wire_words(frames[1], DEFAULT_TABLE, width)
+
+    phases = [([] if index == 0 else config_writes(book), {"i": symbol_beats([frame], lanes)},
+               {"o": len(words[index][0]), "o_escapes": len(words[index][1])})
+              for index, (frame, book) in enumerate(zip(frames, tables))]
+    got = _simulate(ExponentRemapEncoder(lanes=lanes), phases)
+    for index, (values, escapes) in enumerate(words):
+        assert got[index] == {"o": values, "o_escapes": escapes}, index
+
+    phases = [([] if index == 0 else config_writes(book),
+               {"i": words[index][0], "i_escapes": words[index][1]},
+               {"o": len(decoder_beats([frame], lanes))})
+              for index, (frame, book) in enumerate(zip(frames, tables))]
+    got = _simulate(ExponentRemapDecoder(lanes=lanes), phases)
+    for index, frame in enumerate(frames):
+        assert got[index] == {"o": decoder_beats([frame], lanes)}, index
+
+
+# -- bad decoder input ---------------------------------------------------------------------
+
+def _words(wire, width):
+    """Both streams' words (a stream cut short keeps only the bytes its bits reach)."""
+    return (frame_words(wire.values[:-(-wire.values_bits // 8)], wire.values_bits, width),
+            frame_words(wire.escapes[:-(-wire.escapes_bits // 8)], wire.escapes_bits, width))
+
+
+def bad_frames(lanes, table):
+    """``(name, values_words, escape_words)`` of frames no valid encoder makes, each with
+    its fault at a beat boundary or inside a beat, and a good frame after each."""
+    width = default_word_width(lanes)
+    rng = np.random.default_rng(lanes)
+    inside = np.array(table.exponents, dtype=np.uint16)
+    exponents = rng.choice(inside, 4 * lanes)
+    exponents[[lanes - 1, lanes, 2 * lanes + 1]] = (0, 255, 3)     # three escapes
+    values = (exponents << 7) | rng.integers(0, 128, exponents.size, dtype=np.uint16)
+    wire = wire_encode(values, table)
+    assert wire.escapes_bits == 24
+    good = _words(wire_encode(values[:lanes + 3], table), width)
+    cases = []
+
+    def add(name, changed):
+        cases.append((name, *_words(changed, width)))
+        cases.append((f"{name}, then a good frame", *good))
+
+    for kept in (2 * lanes, lanes + 1, 1, 0):                       # a truncated value
+        add(f"cut {kept}", wire._replace(values_bits=11 * kept + 5))
+    add("values end at a beat", wire._replace(values_bits=11 * 2 * lanes))
+    escapes = wire.escapes
+    add("missing last escape", wire._replace(escapes=escapes[:2], escapes_bits=16))
+    add("missing second escape", wire._replace(escapes=escapes[:1], escapes_bits=8))
+    add("no escapes", wire._replace(escapes=b"", escapes_bits=0))
+    add("extra escape", wire._replace(escapes=escapes + b"\x07", escapes_bits=32))
+    add("extra bits", wire._replace(escapes=escapes + b"\x00", escapes_bits=28))
+    whole = wire_encode(values[:2 * lanes], table)
+    add("extra escape after whole beats", whole._replace(escapes=whole.escapes + b"\x09",
+                                                         escapes_bits=whole.escapes_bits + 8))
+    for index in range(3):                                           # a table exponent
+        changed = bytearray(escapes)
+        changed[index] = table.exponents[index]
+        add(f"table exponent {index}", wire._replace(escapes=bytes(changed)))
+    long = wire_encode(np.tile(values, 8), table)
+    values_words, escape_words = _words(long, width)
+    for index in range(min(3, len(values_words) - 1)):                # word faults
+        faulty = [dict(word) for word in values_words]
+        faulty[index]["bits"] = width // 2
+        cases.append((f"values word {index} short", faulty, escape_words))
+        cases.append(("then a good frame", *good))
+    faulty = [dict(word) for word in values_words]
+    faulty[-1]["bits"] = width + 1
+    cases.append(("last values word too long", faulty, escape_words))
+    for bits in (0, width - 8):
+        faulty = [dict(word) for word in escape_words]
+        faulty[0]["bits"] = bits
+        cases.append((f"escape word 0 holds {bits} bits", values_words, faulty))
+        cases.append(("then a good frame", *good))
+    add("empty values, one escape", WireFrame(b"", 0, b"\x05", 8))
+    cases.append(("good", *good))
+    return cases
+
+
+@pytest.mark.parametrize("lanes", [pytest.param(4, marks=pytest.mark.xdist_group(
+    "exponent-decoder-4"))])
+def test_bad_input_at_the_boundaries(lanes, seed):
+    table = table_from_histogram(real_bf16())
+    cases = bad_frames(lanes, table)
+    value_words = [word for _, words, _ in cases for word in words]
+    escape_words = [word for _, _, words in cases for word in words]
+    decoded = wire_decode_words(value_words, escape_words, default_word_width(lanes), table)
+    assert sum(error for _, error in decoded) >= len(cases) // 2 - 1
+    result = run_decoder_words(lanes, value_words, escape_words, table, seed=seed)
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+
+
+def fuzz_words(rng, count, lanes, table):
+    """``count`` frames of random or real values, most of them corrupted one of several
+    ways: values bits flipped or cut, escape bytes dropped, added or swapped for a table
+    exponent, a word's ``bits`` made a fault."""
+    width = default_word_width(lanes)
+    real = real_bf16()
+    value_words, escape_words = [], []
+    for _ in range(count):
+        size = int(rng.integers(0, 6 * lanes))
+        if rng.random() < 0.5:
+            start = int(rng.integers(0, real.size - size))
+            values = real[start:start + size]
+        else:
+            values = rng.integers(0, 1 << 16, size, dtype=np.uint16)
+        wire = wire_encode(values, table)
+        kind = rng.integers(0, 7)
+        if kind == 1 and wire.values_bits:                # flip bits of the values
+            raw = bytearray(wire.values)
+            for _ in range(int(rng.integers(1, 4))):
+                raw[int(rng.integers(0, len(raw)))] ^= 1 << int(rng.integers(0, 8))
+            wire = wire._replace(values=bytes(raw))
+        elif kind == 2:                                   # cut the values short
+            wire = wire._replace(values_bits=int(rng.integers(0, wire.values_bits + 1)))
+        elif kind == 3 and wire.escapes_bits:             # drop escape bytes
+            keep = int(rng.integers(0, wire.escapes_bits // 8))
+            wire = wire._replace(escapes=wire.escapes[:keep], escapes_bits=8 * keep)
+        elif kind == 4:                                   # extra escape bits
+            extra = int(rng.integers(1, 17))
+            wire = wire._replace(escapes=wire.escapes + bytes(rng.integers(0, 256, 3,
+                                                                           dtype=np.uint8)),
+                                 escapes_bits=wire.escapes_bits + extra)
+        elif kind == 5 and wire.escapes_bits:             # a table exponent escaped
+            raw = bytearray(wire.escapes)
+            raw[int(rng.integers(0, len(raw)))] = table.exponents[int(rng.integers(0, 7))]
+            wire = wire._replace(escapes=bytes(raw))
+        values, escapes = _words(wire, width)
+        if kind == 6:                                     # a word fault on either port
+            words = values if rng.random() < 0.5 else escapes
+            word = words[int(rng.integers(0, len(words)))]
+            word["bits"] = int(rng.integers(0, 2 * width)) if word["last"] else \
+                int(rng.integers(0, width))
+        value_words += values
+        escape_words += escapes
+    return value_words, escape_words
+
+
+@pytest.mark.parametrize("lanes", [pytest.param(4, marks=pytest.mark.xdist_group(
+    "exponent-decoder-4"))])
+def test_differential_fuzz(lanes, seed):
+    """A few hundred fuzzed frames against the golden front end: 0 mismatches, 0 hangs
+    (a hang would leave beats missing)."""
+    rng = np.random.default_rng(seed)
+    table = table_from_histogram(real_bf16())
+    value_words, escape_words = fuzz_words(rng, 300, lanes, table)
+    decoded = wire_decode_words(value_words, escape_words, default_word_width(lanes), table)
+    assert 50 < sum(error for _, error in decoded) < 250
+    result = run_decoder_words(lanes, value_words, escape_words, table, seed=seed)
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+
+
+# -- parameters ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", [ExponentRemapEncoder, ExponentRemapDecoder])
+def test_parameters_are_checked(cls):
+    with pytest.raises(ValueError, match="lanes must be 4, 8 or 16, not 2"):
+        cls(lanes=2)
+    with pytest.raises(ValueError, match="word_width must be at least 11 \\* lanes = 88"):
+        cls(lanes=8, word_width=64)
+    with pytest.raises(TypeError, match="table must be an ExponentTable, not tuple"):
+        cls(table=(1, 2, 3, 4, 5, 6, 7))
+    block = cls(lanes=8, word_width=96, table=escaping_table())
+    assert (block.lanes, block.word_width, block.table) == (8, 96, escaping_table())
+    with pytest.raises(AttributeError):
+        block.lanes = 4
+    Fragment.get(block, None)
+
+
+def test_config_writes():
+    table = escaping_table()
+    assert config_writes(table) == [{"addr": index, "data": index + 1} for index in range(7)]
+    assert config_writes(None) == [{"addr": index, "data": exponent}
+                                   for index, exponent in enumerate(DEFAULT_TABLE.exponents)]
+    with pytest.raises(TypeError, match="table must be an ExponentTable"):
+        config_writes("table")
