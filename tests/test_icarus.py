@@ -45,14 +45,14 @@ def real_huffman_codebook():
     return HuffmanCodebook.from_batches([symbols])
 
 
-#: Tables each block loads at run time, other than its reset-time default. A new block
-#: adds its own here.
 def exponent_table():
     """An exponent table other than the reset-time one, with exponents 0 and 1 (those of
     the small bit patterns below) and a few escaping."""
     return ExponentTable((1, 0, 127, 126, 128, 125, 129))
 
 
+#: Tables each block loads at run time, other than its reset-time default. A new block
+#: adds its own here.
 RUNTIME_TABLES = {"qlc-encoder": adapted_qlc_code, "qlc-decoder": adapted_qlc_code,
                   "huffman-encoder": real_huffman_codebook,
                   "huffman-decoder": real_huffman_codebook,
