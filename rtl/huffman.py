@@ -499,7 +499,7 @@ class HuffmanDecoder(_HuffmanBlock):
         m.d.comb += advance.eq(~self.o.valid | self.o.ready)
 
         # The first slot that ends a frame (plain expressions, no m.If: no X at time 0).
-        found, end_slot_value, end_pos_value, fault_value, bank_value = 0, 0, 0, 0, 0
+        found, end_slot_value, end_pos_value, fault_value = 0, 0, 0, 0
         for index in reversed(range(Q)):
             ends = slots[index].valid & slots[index].end
             found = ends | found

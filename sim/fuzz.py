@@ -174,7 +174,8 @@ def bad_bits(rng, words, word_width, *, faults=None):
 def _decoder_block(block):
     """The description of decoder ``block`` (a name), whose tables fuzzing can use."""
     description = get_block(block)
-    if not isinstance(description.default_tables(), (QlcCode, HuffmanCodebook)):
+    if (not description.name.endswith("-decoder")
+            or not isinstance(description.default_tables(), (QlcCode, HuffmanCodebook))):
         raise ValueError(f"{block} is not a decoder block that can be fuzzed")
     return description
 

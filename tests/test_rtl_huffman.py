@@ -15,12 +15,13 @@ from amaranth.hdl import Fragment
 
 from linkcodec.bundled import bundled_files
 from linkcodec.golden.huffman import HuffmanCodebook, canonical_codes
+from linkcodec.golden.qlc import QlcCode
+from linkcodec.golden.words import decode_words
 from linkcodec.rtl.huffman import (SWITCH_ADDR, HuffmanDecoder, HuffmanEncoder, config_writes,
                                    default_codebook)
-from linkcodec.golden.words import decode_words
 from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
 from linkcodec.sim.blocks import get_block
-from linkcodec.sim.fuzz import check_frames, code_space_frames, run_fuzz
+from linkcodec.sim.fuzz import check_frames, code_space_frames, fuzz_frames, run_fuzz
 from linkcodec.sim.harness import first_mismatch, run_beats, run_frames
 
 IDLE, STALL = 0.3, 0.3
@@ -323,3 +324,16 @@ def test_word_faults_and_bad_codes(seed):
                        name=get_block("huffman-decoder").module_name(lanes=1))
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
     assert len(split_frames(result["output"]["o"])[0]) == 8
+
+
+def test_fuzz_takes_decoder_blocks_only():
+    book = real_codebook()
+    rng = np.random.default_rng(1)
+    frames = fuzz_frames(book, 20, word_width=16, rng=rng, block="huffman-decoder")
+    assert len(frames) == 20
+    with pytest.raises(ValueError, match="huffman-encoder is not a decoder block"):
+        fuzz_frames(book, 3, word_width=16, rng=rng, block="huffman-encoder")
+    with pytest.raises(TypeError, match="code must be a HuffmanCodebook, not QlcCode"):
+        fuzz_frames(QlcCode.base(), 3, word_width=16, rng=rng, block="huffman-decoder")
+    with pytest.raises(ValueError, match="unknown code-space kind 'wat'"):
+        code_space_frames(book, word_width=16, block="huffman-decoder", kinds=("wat",))
