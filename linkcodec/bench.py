@@ -18,9 +18,12 @@ Sections:
 - ``--codecs``: every codec measured the same way, single-stage as a link runs (step 3
   of each layer and kind coded with a code from its steps 0-2), beside the per-shard
   figures, Shannon and zstd -19, per tensor class and per layer;
+- ``--bf16``: on the bundled bf16 tensors, the exponent remap's wire format (tables by
+  sigma and by histogram of steps 0-2) beside exponent Huffman and zstd -19 (also part of
+  the page the ``--codecs`` section writes);
 - ``--synthesis``: ``linkcodec report`` on every block at each ``--lanes``: symbols per
-  cycle, ECP5 Fmax, LUTs and FFs, NAND2 gates, Msymbols/s.
-
+  cycle, ECP5 Fmax, LUTs and FFs, NAND2 gates, Msymbols/s; with both QLC and Huffman
+  blocks, the two side by side at lanes 1, 2 and 4 with their compressibility;
 - ``--fuzz``: 10,000 fuzzed frames through the QLC decoder at lanes 1 and 4, random idle
   and backpressure, against ``golden/words.py``: mismatches and hangs.
 
@@ -68,6 +71,9 @@ def add_arguments(parser):
     parser.add_argument("--codecs", action="store_true",
                         help="every codec single-stage vs per-shard, Shannon and zstd, per "
                              "class and layer; rewrites that part of the results page")
+    parser.add_argument("--bf16", action="store_true",
+                        help="the exponent remap (tables by sigma and by histogram) beside "
+                        "exponent Huffman and zstd on the bundled bf16 tensors")
     parser.add_argument("--fuzz", action="store_true",
                         help="10,000 fuzzed frames through the QLC decoder at lanes 1 and 4 "
                              "against the golden word-level model")
@@ -227,6 +233,82 @@ def codec_rows(kinds=KINDS):
                 "zstd_19": compressibility(8 * len(zstd.compress(late.tobytes())) / late.size),
             })
     return rows
+
+
+#: The bf16 codecs of :func:`bf16_rows`, as (key, title).
+BF16_CODECS = (
+    ("remap_sigma", "exponent remap, table by sigma of steps 0-2"),
+    ("remap_histogram", "exponent remap, table by histogram of steps 0-2"),
+    ("remap_own_histogram", "exponent remap, step 3's own histogram"),
+    ("exponent_huffman", "exponent Huffman, codebook from steps 0-2"),
+    ("exponent_huffman_own", "exponent Huffman, step 3's own codebook"),
+    ("zstd_19", "zstd -19"),
+)
+
+
+def bf16_rows():
+    """Per (kind, layer) of the bundled bf16 tensors: the compressibility (1 - bits/16)
+    of step 3 under each of :data:`BF16_CODECS`, single-stage as a link runs: a table or
+    codebook built from steps 0-2 of the same layer and kind codes step 3.
+
+    - ``remap_sigma`` / ``remap_histogram``: the exponent-remap wire format
+      (``wire_encode``: 11 bits a value, 8 an escape) with the table from the sigma of
+      steps 0-2's values (``table_from_sigma``) or from their exponent histogram; beside
+      them ``remap_own_histogram``, the table from step 3's own histogram (two-pass);
+    - ``exponent_huffman``: sign+mantissa bytes raw, the exponent bytes Huffman-coded
+      (DFloat11 style) with the codebook built from steps 0-2's exponents
+      (``HuffmanCodebook.from_batches``), and ``exponent_huffman_own`` with step 3's own;
+    - ``zstd_19``: the whole zstd frame of step 3's raw bf16 bytes at level 19.
+
+    Every remap figure is the bit count of a wire frame that decoded back to the values;
+    ``escape_rate_sigma`` and ``escape_rate_histogram`` are the share of values escaped.
+    """
+    import zstandard
+
+    from .bundled import bundled_bf16_files
+    from .golden import exponent as ex
+    from .golden.huffman import HuffmanCodebook
+
+    zstd = zstandard.ZstdCompressor(level=19)
+    rows = []
+    layers = sorted({int(path.name.split("_l")[1].split("_")[0])
+                     for path in bundled_bf16_files()})
+    for kind in KINDS:
+        for layer in layers:
+            steps = [np.load(path).reshape(-1)
+                     for path in bundled_bf16_files(kind, layers=[layer], steps=STEPS)]
+            late, earlier = steps[3], np.concatenate(steps[:3])
+            raw = 16 * late.size
+            tables = {
+                "remap_sigma": ex.table_from_tensor_sigma(earlier),
+                "remap_histogram": ex.table_from_histogram(earlier),
+                "remap_own_histogram": ex.table_from_histogram(late),
+            }
+            row = {"kind": kind, "layer": layer, "values": int(late.size)}
+            for key, table in tables.items():
+                wire = ex.wire_encode(late, table)
+                if not np.array_equal(ex.wire_decode(wire, table), late):
+                    raise AssertionError(f"{kind} layer {layer}: {key} does not round-trip")
+                row[key] = 1 - wire.compressed_bits() / raw
+            for key in ("sigma", "histogram"):
+                codes = np.take(tables[f"remap_{key}"].code_of, (late >> 7) & 0xFF)
+                row[f"escape_rate_{key}"] = float(np.mean(codes == ex.ESCAPE))
+            codebook = HuffmanCodebook.from_batches([ex.split(step)[1] for step in steps[:3]])
+            row["exponent_huffman"] = 1 - ex.huffman_encode(late, codebook).compressed_bits() / raw
+            row["exponent_huffman_own"] = 1 - ex.huffman_encode(late).compressed_bits() / raw
+            row["zstd_19"] = 1 - 8 * len(zstd.compress(late.tobytes())) / raw
+            rows.append(row)
+    return rows
+
+
+def render_bf16(rows):
+    return markdown_table(
+        ["kind", "layer", "values"] + [title for _, title in BF16_CODECS]
+        + ["escapes (sigma / histogram)"],
+        [[row["kind"], str(row["layer"]), f"{row['values']:,}"]
+         + [_points(row[key]) for key, _ in BF16_CODECS]
+         + [f"{row['escape_rate_sigma']:.1%} / {row['escape_rate_histogram']:.1%}"]
+         for row in rows])
 
 
 def codec_classes(rows):
@@ -745,6 +827,20 @@ single-stage saving as a share of Huffman's, both with codes from steps 0-2 as b
 
 ![Compressibility per codec and tensor class]({bars.name})
 
+### bf16 tensors: the exponent remap beside exponent Huffman and zstd
+
+The same measure on the bundled bf16 tensors ([data.md](data.md): layers 1 and 4, every
+kind, 4 steps; `linkcodec bench --bf16` prints it): step 3 of each layer and kind coded
+with a table or codebook built from steps 0-2. Compressibility in % (1 - bits/16). The
+exponent remap is its wire format (`docs/bitstream.md`, "Exponent-remap frames": 11 bits
+a value, 8 more an escape), with the 7 exponents from the sigma of steps 0-2's values
+(no histogram) or from their exponent histogram, and, two-pass, from step 3's own
+histogram; exponent Huffman keeps sign and mantissa raw and Huffman-codes the exponent
+byte (DFloat11 style); zstd -19 takes step 3's raw bf16 bytes. Escapes are the share of
+values whose exponent is not in the table.
+
+{render_bf16(bf16_rows())}
+
 Per layer, so the spread is visible. Where an activation tensor's e4m3 scale moved
 between steps, a code built from steps 0-2 as codes falls behind and the scale-following
 Huffman codebook makes up for it; on gradients following the scale does not help
@@ -809,6 +905,8 @@ SECTIONS = [
      lambda args: class_table(), format_table),
     ("codecs", "Compressibility per codec, single-stage", lambda args: codec_rows(),
      render_codecs),
+    ("bf16", "bf16 tensors: exponent remap, exponent Huffman, zstd",
+     lambda args: bf16_rows(), render_bf16),
     ("hardware", "Cycles per symbol, no stalls", lambda args: hardware_rows(args.lanes),
      render_hardware),
     ("synthesis", "Symbols per second and area", lambda args: synthesis_rows(args.lanes),
