@@ -321,8 +321,9 @@ class ExponentRemapDecoder(_ExponentBlock):
     def latency(self):
         """Cycles from the transfer of a frame's first values word to the first output
         transfer, with its escapes word in and the next values word right behind."""
-        # queue (1), values (1), codes (1), escapes (1), exponents (1), beat (1)
-        return 6
+        # the queue and the next word behind it (2), values (1), codes (1), escapes (1),
+        # exponents (1), beat (1)
+        return 7
 
     def elaborate(self, platform):
         m = Module()
