@@ -393,8 +393,8 @@ class HuffmanDecoder(_HuffmanBlock):
     Latency: :attr:`latency` cycles from the transfer of a frame's first word to the
     first output transfer, with the next word right behind it and no stalls.
     Throughput: ``lanes`` symbols a cycle while the window keeps up (codes averaging
-    at most ``word_width / lanes`` bits); at lanes 2 and 4 a group needs every word it
-    may touch, so it waits more often. A frame end costs a cycle or two. A beat is sent
+    at most ``word_width / lanes`` bits): a group waits until every word it may touch is
+    in the window. A frame end costs a cycle or two. A beat is sent
     when all lanes are full or the frame ends; an empty frame gives one beat with
     ``count = 0, last = 1``. Under backpressure on ``o`` the pipeline after the loop
     holds, the loop stops and the queue fills; ``i.ready`` is a register, so it never
