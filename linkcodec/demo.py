@@ -5,10 +5,10 @@ Every figure comes from the same functions as ``linkcodec bench``.
 
 import time
 
-from .bench import codec_classes, codec_rows, hardware_rows
+from .bench import bf16_rows, codec_classes, codec_rows, hardware_rows
 from .tables import markdown_table
 
-__all__ = ["codec_table", "run_demo"]
+__all__ = ["codec_table", "bf16_table", "run_demo"]
 
 
 def codec_table():
@@ -25,11 +25,29 @@ def codec_table():
          for entry in codec_classes(codec_rows())])
 
 
+def bf16_table():
+    """Per kind, over the bundled bf16 tensors (layers 1 and 4): step 3 coded with tables
+    from steps 0-2 (``bench --bf16``), by the exponent remap's wire format (table by sigma
+    and by histogram), exponent Huffman and zstd -19; compressibility in % (1 - bits/16)."""
+    rows = bf16_rows()
+    columns = (("remap_sigma", "remap, sigma"), ("remap_histogram", "remap, histogram"),
+               ("exponent_huffman", "exponent Huffman"), ("zstd_19", "zstd -19"))
+    kinds = dict.fromkeys(row["kind"] for row in rows)
+    body = []
+    for kind in kinds:
+        own = [row for row in rows if row["kind"] == kind]
+        values = sum(row["values"] for row in own)
+        body.append([f"bf16 {kind}", str(values)] + [
+            f"{100 * sum(row[key] * row['values'] for row in own) / values:.1f}"
+            for key, _ in columns])
+    return markdown_table(["tensor", "values"] + [title for _, title in columns], body)
+
+
 def run_demo(*, lanes=4):
-    print("linkcodec demo: lossless QLC on real FP8 e4m3 tensors")
+    print("linkcodec demo: lossless codecs on real FP8 e4m3 and bf16 tensors")
     print("sample: all-MiniLM-L6-v2, 4 consecutive fine-tuning steps on real text, FFN")
-    print("activations and gradients of all 6 layers, e4m3 with per-tensor amax scaling")
-    print("(docs/data.md)\n")
+    print("activations and gradients of all 6 layers, e4m3 with per-tensor amax scaling,")
+    print("and of layers 1 and 4 as bf16 (docs/data.md)\n")
 
     print("Compressibility in % (1 - bits/8) of step 3 of every layer, coded single-stage as")
     print("a link runs: with a code built from steps 0-2 of the same layer and kind, nothing")
@@ -38,18 +56,20 @@ def run_demo(*, lanes=4):
     print("Shannon use step 3's own PMF. \"QLC / Huffman\": QLC's saving as a share of")
     print("Huffman's, both from steps 0-2 (docs/results.md, `linkcodec bench --codecs`):")
     print(codec_table())
+    print("\nbf16, the same way (1 - bits/16; `linkcodec bench --bf16`): ZipCCL's exponent")
+    print("remap, its 7 exponents from the sigma or the histogram of steps 0-2:")
+    print(bf16_table())
 
     start = time.monotonic()
     rows = hardware_rows([lanes])
-    print(f"\nHardware: Amaranth RTL under Verilator (cocotb), {lanes} lanes, no stalls,")
-    print(f"{rows[0]['file']} ({rows[0]['symbols']} symbols), optimal layout loaded at run "
-          f"time [{time.monotonic() - start:.0f} s]:")
+    files = ", ".join(dict.fromkeys(row["file"] for row in rows))
+    print(f"\nHardware: Amaranth RTL under Verilator (cocotb), {lanes} lanes, no stalls, on")
+    print(f"{files}, tables fitted to it loaded at run time "
+          f"[{time.monotonic() - start:.0f} s]:")
     for row in rows:
         print(f"  {row['block']}: {row['symbols']} symbols in {row['cycles']} cycles = "
-              f"{row['symbols_per_cycle']:.3f} symbols/cycle "
-              f"({row['symbols_per_cycle'] / lanes:.1%} of {lanes}), "
-              f"{row['word_width']}-bit words, bit-exact: "
-              f"{'yes' if row['bit_exact'] else 'NO'}")
+              f"{row['symbols_per_cycle']:.3f}/cycle ({row['symbols_per_cycle'] / lanes:.1%}"
+              f"), bit-exact: {'yes' if row['bit_exact'] else 'NO'}")
     print("\nMore: docs/results.md (throughput, area, every codec), `linkcodec sim --help`,")
     print("`linkcodec bench`, docs/.")
     return 0 if all(row["bit_exact"] for row in rows) else 1

@@ -1,7 +1,10 @@
 """``linkcodec demo`` (what ``make demo`` runs): every part prints, the RTL is bit-exact."""
 
+import numpy as np
+
 from linkcodec.cli import main
 from linkcodec.sim import runner
+from linkcodec.sim.blocks import BLOCKS
 
 
 def test_demo_runs_end_to_end(monkeypatch, capsys):
@@ -24,5 +27,19 @@ def test_demo_runs_end_to_end(monkeypatch, capsys):
         assert 0.8 <= share < 1 and abs(share - qlc / huffman) < 0.02
         if kind.endswith("_act"):
             assert per_shard - at_scale < 0.5              # issue 3's bar, as printed
-    for block in ("qlc-encoder", "qlc-decoder"):
-        assert f"{block}: 98304 symbols in " in out and out.count("bit-exact: yes") == 2
+    # bf16: the exponent remap by sigma and by histogram, exponent Huffman, zstd
+    bf16 = {line.split("|")[1].strip(): list(map(float, line.split("|")[2:-1]))
+            for line in out.splitlines() if line.startswith("| bf16 ")}
+    assert list(bf16) == [f"bf16 {kind}" for kind in rows]
+    for name, (values, sigma, histogram, huffman, zstd) in bf16.items():
+        assert values == (24576 if "ffn1" in name else 98304)   # layers 1 and 4, step 3
+        # 11 of 16 bits (31.25 %) at best, less the escapes; Huffman on the exponents
+        # does better than 3 bits a code
+        assert 15 < min(sigma, histogram) and max(sigma, histogram) < 31.25
+        assert huffman > max(sigma, histogram) and zstd > 10
+    # every block of the harness runs, bit-exact, on its own kind of tensor
+    for block in BLOCKS:
+        line = next(line for line in out.splitlines() if line.startswith(f"  {block}: "))
+        symbols = 98304 if BLOCKS[block].symbol_dtype == np.uint8 else 49152
+        assert line.startswith(f"  {block}: {symbols} symbols in ") and "bit-exact: yes" in line
+    assert out.count("bit-exact: yes") == len(BLOCKS)
