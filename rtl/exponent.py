@@ -250,12 +250,15 @@ def _frame_order(word):
     return word[::-1]
 
 
-def _mux(index, candidates, width):
-    """``candidates[index]`` (0 past the end), as a chain of equality muxes."""
+def _mux(m, name, index, candidates, width):
+    """A signal holding ``candidates[index]`` (0 past the end), from a chain of equality
+    muxes. A signal, so that slicing it later does not copy the chain for every slice."""
     chosen = Const(0, width)
     for position, candidate in enumerate(candidates):
         chosen = Mux(index == position, candidate, chosen)
-    return chosen
+    picked = Signal(width, name=name)
+    m.d.comb += picked.eq(chosen)
+    return picked
 
 
 class ExponentRemapDecoder(_ExponentBlock):
@@ -360,8 +363,9 @@ class ExponentRemapDecoder(_ExponentBlock):
         bits = Cat(_frame_order(values_queue.head.data),
                    _frame_order(values_queue.after.data))
         bits = Cat(bits, Const(0, max(0, (positions - 1) * step_bits + span - 2 * width)))
-        group = _mux(position, [bits[index * step_bits:index * step_bits + span]
-                                for index in range(positions)], span)
+        group = _mux(m, "group", position,
+                     [bits[index * step_bits:index * step_bits + span]
+                      for index in range(positions)], span)
         fields = [group[VALUE_BITS * lane:VALUE_BITS * (lane + 1)][::-1]
                   for lane in range(lanes)]          # each MSB first: code, sign, mantissa
         end, fault, known = frame_end(values_queue)
@@ -385,14 +389,11 @@ class ExponentRemapDecoder(_ExponentBlock):
         # Where the next beat starts, and whether this one reaches the next word: constants
         # of the position. (Plain expressions, not a ``Switch``: an event-driven simulator
         # then evaluates them at time 0 too, and no X lingers in them.)
-        next_position = Signal(range(positions))
-        crosses = Signal()
         ends = [index * step_bits + span for index in range(positions)]
-        m.d.comb += [
-            crosses.eq(_mux(position, [Const(end >= width, 1) for end in ends], 1)),
-            next_position.eq(_mux(position, [Const((end % width) // step_bits, range(positions))
-                                             for end in ends], len(next_position))),
-        ]
+        crosses = _mux(m, "crosses", position, [Const(end >= width, 1) for end in ends], 1)
+        next_position = _mux(m, "next_position", position,
+                             [Const((end % width) // step_bits, range(positions))
+                              for end in ends], len(position))
 
         # Stage registers: G (values), P (codes); each loads when empty or taken.
         values_stage = {"valid": Signal(name="values_valid"),
@@ -499,10 +500,9 @@ class ExponentRemapDecoder(_ExponentBlock):
         escape_bits = Cat(_frame_order(escapes_queue.head.data),
                           _frame_order(escapes_queue.after.data),
                           Const(0, ESCAPE_BITS * lanes))
-        window = _mux(escape_at, [escape_bits[ESCAPE_BITS * index:
-                                              ESCAPE_BITS * (index + lanes)]
-                                  for index in range(byte_positions + 1)],
-                      ESCAPE_BITS * lanes)
+        window = _mux(m, "escape_window", escape_at,
+                      [escape_bits[ESCAPE_BITS * index:ESCAPE_BITS * (index + lanes)]
+                       for index in range(byte_positions + 1)], ESCAPE_BITS * lanes)
 
         def stage(name, value, shape=None):
             register = Signal(shape if shape is not None else len(value), name=name)
@@ -533,13 +533,15 @@ class ExponentRemapDecoder(_ExponentBlock):
         for lane in range(lanes):
             field = escape_stage["fields"][lane]
             number = escape_stage["number"][lane]
-            escape = _mux(number, escape_stage["bytes"][:lane + 1], ESCAPE_BITS)
+            escape = _mux(m, f"escape{lane}", number, escape_stage["bytes"][:lane + 1],
+                          ESCAPE_BITS)
             in_table = 0
             for exponent in exponents:
                 in_table |= escape == exponent
             escaped = escape_stage["escaped"][lane]
             fault = escaped & ((number >= escape_stage["available"]) | in_table)
-            exponent = Mux(escaped, escape, _mux(field[8:11], [Const(0, 8), *exponents], 8))
+            exponent = Mux(escaped, escape, _mux(m, f"table_exponent{lane}", field[8:11],
+                                                  [Const(0, 8), *exponents], 8))
             symbol = Cat(field[:_MANTISSA_BITS], exponent, field[_MANTISSA_BITS])
             symbols.append(stage(f"exponents_symbol{lane}", symbol))
             faults.append(stage(f"exponents_fault{lane}", fault))

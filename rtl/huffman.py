@@ -485,12 +485,17 @@ class HuffmanDecoder(_HuffmanBlock):
                          prepared.end.eq(head.end), prepared.fault.eq(head.fault),
                          prepared.bits.eq(head.bits), prepared.data.eq(head.data)]
             for position in range(W):
-                window = bits[position:position + L][::-1]     # first bit in the MSB
+                # A limit of length l is a multiple of 2**(15 - l), so ``w < limit[l]``
+                # needs only the first l bits of the window: an l-bit comparison.
+                below = [None] + [
+                    bits[position:position + code_length][::-1]
+                    < limits[code_length][L - code_length:]
+                    for code_length in range(1, L + 1)]
                 length = Const(L, 4)
                 for code_length in reversed(range(1, L + 1)):
-                    length = Mux(window < limits[code_length], code_length, length)
+                    length = Mux(below[code_length], code_length, length)
                 m.d.sync += [prepared.lengths[position].eq(length),
-                             prepared.bad[position].eq(window >= limits[L])]
+                             prepared.bad[position].eq(~below[L])]
 
         # -- the window and the loop ---------------------------------------------------
         idle = {"lengths": [1] * W}
