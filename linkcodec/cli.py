@@ -1,7 +1,8 @@
 """The ``linkcodec`` command line.
 
-- ``linkcodec sim BLOCK [--lanes N] [--layout base|optimal] [--codebook JSON] [--json]
-  FILE...`` runs a block under Verilator and counts cycles per symbol; ``linkcodec sim
+- ``linkcodec sim BLOCK [--lanes N] [--layout base|optimal] [--codebook JSON]
+  [--table sigma|histogram] [--json] FILE...`` runs a block under Verilator and counts
+  cycles per symbol (values, for the bf16 exponent-remap blocks); ``linkcodec sim
   qlc-decoder|huffman-decoder --fuzz N [FILE...]`` fuzzes a decoder against the golden
   model;
 - ``linkcodec analyze [--format e4m3|bf16] [--json] [--plot PNG] FILE... [--scales S...]``
@@ -38,14 +39,23 @@ def _qlc_code(symbol_arrays, layout_name, codebook=None):
     return QlcCode.from_pmf(pmf, layout=layout)
 
 
-def _is_huffman(args):
-    """Whether ``sim`` runs a Huffman block; ``--layout`` is for QLC blocks only."""
-    huffman = args.block.startswith("huffman-")
-    if huffman and args.layout is not None:
-        raise ValueError(f"--layout picks a QLC layout; {args.block} takes --codebook")
+def _block_kind(args):
+    """``"qlc"``, ``"huffman"`` or ``"exponent"``: which family ``sim``'s block is of. Each
+    family's options (``--layout``, ``--codebook``, ``--table``) are refused on the others."""
+    kind = args.block.split("-")[0]
+    if args.layout is not None and kind != "qlc":
+        own = "--codebook" if kind == "huffman" else "--table"
+        raise ValueError(f"--layout picks a QLC layout; {args.block} takes {own}")
+    if args.codebook and kind == "exponent":
+        raise ValueError(f"--codebook gives a Huffman codebook; {args.block} takes --table")
+    if args.table is not None and kind != "exponent":
+        raise ValueError(f"--table picks the exponent table of the exponent-remap blocks; "
+                         f"{args.block} does not take it")
     if args.layout is None:
         args.layout = "optimal"
-    return huffman
+    if args.table is None:
+        args.table = "sigma"
+    return kind
 
 
 def _huffman_codebook(args, arrays):
@@ -59,21 +69,57 @@ def _huffman_codebook(args, arrays):
     return get_block(args.block).fitted_tables(arrays)
 
 
+def _exponent_table(kind, shards):
+    """The exponent table of ``sim``'s exponent-remap blocks, from all the FILEs' values
+    together: by their sigma (``table_from_tensor_sigma``) or their exponent histogram."""
+    from .golden.exponent import table_from_histogram, table_from_tensor_sigma
+
+    values = np.concatenate([shard.symbols for shard in shards])
+    if kind == "sigma":
+        return table_from_tensor_sigma(values)
+    return table_from_histogram(values)
+
+
+def _read_bf16_shards(paths):
+    """The FILEs as bf16 values: ``uint16`` bit patterns, or floats rounded to bf16. An
+    e4m3 file (``uint8``) is refused: the exponent-remap blocks carry bf16 values."""
+    from .inputs import FormatError, read_shards
+
+    shards = read_shards(paths, format="bf16")
+    for shard in shards:
+        if shard.format != "bf16":
+            raise FormatError(f"{shard.file}:{shard.tensor} holds e4m3 bytes (uint8); the "
+                              "exponent-remap blocks carry bf16 values (uint16 bit "
+                              "patterns or floats)")
+    return shards
+
+
 def cmd_sim(args):
     from .inputs import read_e4m3_shards
 
-    huffman = _is_huffman(args)
+    kind = _block_kind(args)
+    if args.lanes is None:
+        from .sim.blocks import get_block
+
+        args.lanes = min(get_block(args.block).lanes)      # 1, or 4 for exponent blocks
     if args.fuzz is not None:
-        return _sim_fuzz(args, huffman)
+        return _sim_fuzz(args, kind == "huffman")
     if not args.files:
         raise ValueError("give at least one FILE (FILEs are optional only with --fuzz)")
     from .sim.harness import run_frames
 
-    shards = read_e4m3_shards(args.files)
+    if kind == "exponent":
+        shards = _read_bf16_shards(args.files)
+    else:
+        shards = read_e4m3_shards(args.files)
     arrays = [shard.symbols for shard in shards]
-    if huffman:
+    if kind == "huffman":
         code = _huffman_codebook(args, arrays)
         described = {"codebook": code.id}
+    elif kind == "exponent":
+        code = _exponent_table(args.table, shards)
+        described = {"table": args.table,
+                     "exponents": [int(exponent) for exponent in code.exponents]}
     else:
         code = _qlc_code(arrays, args.layout, _codebook(args))
         described = {"layout": args.layout}
@@ -98,14 +144,16 @@ def cmd_sim(args):
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        table = " ".join(f"{key} {value}" for key, value in described.items())
+        unit = "values" if kind == "exponent" else "symbols"
+        table = " ".join(f"{key} {value}" for key, value in described.items()
+                         if key != "exponents")
         print(f"{report['block']}  lanes {report['lanes']}  word {report['word_width']} bits  "
               f"{table}  seed {report['seed']}")
         for frame in report["files"]:
-            print(f"  {frame['file']}: {frame['symbols']} symbols in {frame['cycles']} cycles"
-                  f" = {frame['symbols_per_cycle']:.3f} symbols/cycle")
-        print(f"  total: {report['symbols']} symbols in {report['cycles']} cycles = "
-              f"{report['symbols_per_cycle']:.3f} symbols/cycle, "
+            print(f"  {frame['file']}: {frame['symbols']} {unit} in {frame['cycles']} cycles"
+                  f" = {frame['symbols_per_cycle']:.3f} {unit}/cycle")
+        print(f"  total: {report['symbols']} {unit} in {report['cycles']} cycles = "
+              f"{report['symbols_per_cycle']:.3f} {unit}/cycle, "
               f"bit-exact: {'yes' if report['bit_exact'] else 'NO'}")
     return 0 if report["bit_exact"] else 1
 
@@ -288,12 +336,18 @@ def build_parser():
                     "FILE is a .npy: uint8 means e4m3 bit patterns; a float array is cast "
                     "to e4m3 with per-tensor amax scaling. A .safetensors "
                     "file gives one frame per tensor. The code's ranks come from the "
-                    "PMF of all the FILEs together and are loaded through the config port.")
+                    "PMF of all the FILEs together and are loaded through the config port. "
+                    "The exponent-remap blocks carry bf16 values: a FILE is a uint16 .npy "
+                    "of bf16 bit patterns or a float array rounded to bf16, and the exponent "
+                    "table comes from all the FILEs together (--table).")
     sim.add_argument("block", choices=["qlc-encoder", "qlc-decoder", "huffman-encoder",
-                                       "huffman-decoder"])
+                                       "huffman-decoder", "exponent-encoder",
+                                       "exponent-decoder"])
     sim.add_argument("files", nargs="*", metavar="FILE",
                      help="tensors to code (at least one; optional with --fuzz)")
-    sim.add_argument("--lanes", type=int, default=1, choices=[1, 2, 4, 8, 16])
+    sim.add_argument("--lanes", type=int, default=None, choices=[1, 2, 4, 8, 16],
+                     help="symbols (values) a beat (default: the block's fewest, 1; 4 for "
+                          "the exponent-remap blocks)")
     sim.add_argument("--layout", choices=["base", "optimal"], default=None,
                      help="QLC blocks: the base layout or the optimal one for the FILEs "
                           "(default optimal)")
@@ -311,6 +365,9 @@ def build_parser():
                           "of the files' PMF; Huffman blocks: code with this codebook instead "
                           "of the one built from the FILEs (a codebook from `linkcodec "
                           "codebook build`)")
+    sim.add_argument("--table", choices=["sigma", "histogram"], default=None,
+                     help="exponent-remap blocks: the 7 exponents from the sigma of all the "
+                          "FILEs' values (default) or from their exponent histogram")
     sim.add_argument("--fuzz", type=int, default=None, metavar="N",
                      help="decoders only: differential fuzzing against the golden model "
                           "on N frames (random words; coded frames with flipped bits, cut "
