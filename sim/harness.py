@@ -117,6 +117,16 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
     build_dir = build_root / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
     if simulator != "verilator":
         build_dir = build_dir.with_name(f"{build_dir.name}-{simulator}")
+    with runner.build_lock(build_dir):
+        return _build_and_run(text, build_dir, name=name, simulator=simulator,
+                              in_ports=in_ports, out_ports=out_ports, inputs=inputs,
+                              expected=expected, config=config, idle=idle, stall=stall,
+                              seed=seed, settle=settle)
+
+
+def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
+                   inputs, expected, config, idle, stall, seed, settle):
+    """:func:`run_beats` once the build folder is this process's alone."""
     sim = runner.build(text, name="top", build_dir=build_dir, simulator=simulator)
 
     def packed(port, beats):

@@ -11,6 +11,8 @@ parameter case gets its own build directory, so cases never rebuild each other a
 rerun of an unchanged case only relinks nothing.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -20,6 +22,7 @@ __all__ = [
     "BUILD_ROOT",
     "SIMULATORS",
     "build",
+    "build_lock",
     "run_testbench",
     "verilator_environment",
     "verilog_text",
@@ -64,6 +67,21 @@ def verilog_text(component, *, name):
     from amaranth.back import verilog
 
     return verilog.convert(component, name=name, emit_src=False)
+
+
+@contextlib.contextmanager
+def build_lock(build_dir):
+    """Hold ``build_dir`` (made if missing) for one process: a build and a run there
+    wait for any other process's (two ``linkcodec sim`` runs of the same block, or the
+    tests beside ``linkcodec bench``), instead of rebuilding the model under it."""
+    build_dir = Path(build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with open(build_dir / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield build_dir
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def build(verilog, *, name, build_dir, simulator="verilator"):

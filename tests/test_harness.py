@@ -187,3 +187,26 @@ def test_unknown_ports_are_refused():
 def test_frames_of_the_wrong_dtype_are_refused():
     with pytest.raises(ValueError, match="takes frames of uint16 symbols, not uint8"):
         run_frames(InverterBlock(16), [np.zeros(3, np.uint8)], lanes=1)
+
+
+def test_build_lock_makes_a_second_process_wait(tmp_path):
+    """Two runs of the same block share a build folder; the second waits for the first
+    instead of rebuilding the model under it (flock: a second open of the lock file, as
+    another process's would be, blocks)."""
+    import threading
+
+    from linkcodec.sim.runner import build_lock
+
+    entered = threading.Event()
+
+    def second():
+        with build_lock(tmp_path / "block"):
+            entered.set()
+
+    with build_lock(tmp_path / "block") as folder:
+        assert folder.is_dir()
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        assert not entered.wait(0.3)
+    assert entered.wait(5)
+    waiter.join()
