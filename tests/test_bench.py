@@ -249,11 +249,14 @@ def test_fuzz_section_counts_frames_faults_and_mismatches():
 
 
 def test_block_lanes_keeps_what_each_block_takes():
-    """`--lanes 1 8`: every block at 1, and at 8 only the blocks that take 8 lanes."""
-    cases = bench.block_lanes([1, 8])
+    """`--lanes 1 4 8`: each block at the lane counts of those it takes (the exponent
+    blocks not at 1, the Huffman decoder not at 8), in order."""
+    cases = bench.block_lanes([1, 4, 8])
     for name, block in BLOCKS.items():
-        assert (name, 1) in cases
-        assert ((name, 8) in cases) == (8 in block.lanes)
+        for lanes in (1, 4, 8):
+            assert ((name, lanes) in cases) == (lanes in block.lanes)
+    assert ("exponent-encoder", 1) not in cases and ("huffman-decoder", 8) not in cases
+    assert ("qlc-encoder", 1) in cases and ("exponent-decoder", 4) in cases
     with pytest.raises(ValueError, match="lanes must be 1, 2, 4, 8 or 16, not 3"):
         bench.block_lanes([1, 3])
 
