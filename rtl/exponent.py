@@ -38,7 +38,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..golden.exponent import TABLE_SIZE, VALUE_BITS, ExponentTable
 from .bitpack import BitPacker, WordQueue, concatenation_tree
-from .payload import (check_lanes, check_word_width, config_write_layout, symbol_layout,
+from .block import LanedBlock
+from .payload import (check_lanes, config_write_layout, symbol_layout,
                       word_layout)
 from .table import ConfigRegisters
 
@@ -65,14 +66,7 @@ _SYMBOL_BITS = 16
 def default_word_width(lanes):
     """The word width of both streams unless told otherwise: ``16 * lanes``, the raw
     bf16 rate, since a value takes 11 bits or more."""
-    return _SYMBOL_BITS * _check_lanes(lanes)
-
-
-def _check_lanes(lanes):
-    check_lanes(lanes)
-    if lanes not in LANES:
-        raise ValueError(f"lanes must be 4, 8 or 16, not {lanes!r}")
-    return lanes
+    return _SYMBOL_BITS * check_lanes(lanes, LANES)
 
 
 def _check_table(table):
@@ -90,41 +84,29 @@ def config_writes(table):
             for index, exponent in enumerate(table.exponents)]
 
 
-class _ExponentBlock(wiring.Component):
+class _ExponentBlock(LanedBlock):
     def __init__(self, signature, *, lanes, word_width, table):
-        try:
-            self._lanes = _check_lanes(lanes)
-            self._word_width = check_word_width(
-                default_word_width(lanes) if word_width is None else word_width)
-            if self._word_width < VALUE_BITS * self._lanes:
+        def check(lanes, word_width):
+            if word_width < VALUE_BITS * lanes:
                 raise ValueError(f"word_width must be at least {VALUE_BITS} * lanes = "
-                                 f"{VALUE_BITS * self._lanes}, not {self._word_width}")
-            self._table = _check_table(table)
-        except (TypeError, ValueError):
-            # A block refused at construction is not an unused block: no warning later.
-            self._MustUse__silence = True
-            raise
-        super().__init__(signature(self._lanes, self._word_width))
+                                 f"{VALUE_BITS * lanes}, not {word_width}")
+            return _check_table(table)
 
-    @property
-    def lanes(self):
-        return self._lanes
-
-    @property
-    def word_width(self):
-        return self._word_width
+        super().__init__(signature, lanes=lanes, word_width=word_width,
+                         default_word_width=default_word_width, allowed_lanes=LANES,
+                         check=check)
 
     @property
     def table(self):
         """The :class:`ExponentTable` the registers hold at reset."""
-        return self._table
+        return self.reset_tables
 
     def _table_registers(self, m):
         """The 7 exponent registers, loaded through ``i_config`` (always ready)."""
         # Eight registers, not seven: address 7 is a spare that nothing reads, so that the
         # registers' write decoder covers every 3-bit address (Verilator's lint asks it).
         m.submodules.table = table = ConfigRegisters(
-            shape=8, depth=TABLE_SIZE + 1, init=[*self._table.exponents, 0],
+            shape=8, depth=TABLE_SIZE + 1, init=[*self.table.exponents, 0],
             config_layout=config_layout)
         m.d.comb += [self.i_config.ready.eq(1),
                      table.config.valid.eq(self.i_config.valid),

@@ -37,7 +37,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..golden.huffman import HuffmanCodebook, canonical_codes
 from .bitpack import BitPacker, WordQueue, concatenation_tree, word_entry_layout
-from .payload import check_lanes, check_word_width, config_write_layout, symbol_layout
+from .block import LanedBlock
+from .payload import check_lanes, config_write_layout, symbol_layout
 from .payload import word_layout
 from .table import ConfigRegisters, ConfigTable
 
@@ -154,35 +155,17 @@ def config_writes(codebook, *, block, switch=True):
     return writes
 
 
-class _HuffmanBlock(wiring.Component):
+class _HuffmanBlock(LanedBlock):
     def __init__(self, signature, *, lanes, word_width, codebook, allowed):
-        try:
-            if isinstance(lanes, bool) or lanes not in allowed:
-                raise ValueError(f"lanes must be {', '.join(map(str, allowed[:-1]))} or "
-                                 f"{allowed[-1]}, not {lanes!r}")
-            self._lanes = check_lanes(lanes)
-            self._word_width = check_word_width(
-                default_word_width(lanes) if word_width is None else word_width)
-            self._codebook = check_codebook(default_codebook() if codebook is None
-                                            else codebook)
-        except (TypeError, ValueError):
-            # A block refused at construction is not an unused block: no warning later.
-            self._MustUse__silence = True
-            raise
-        super().__init__(signature(self._lanes, self._word_width))
-
-    @property
-    def lanes(self):
-        return self._lanes
-
-    @property
-    def word_width(self):
-        return self._word_width
+        super().__init__(signature, lanes=lanes, word_width=word_width,
+                         default_word_width=default_word_width, allowed_lanes=allowed,
+                         check=lambda lanes, word_width: check_codebook(
+                             default_codebook() if codebook is None else codebook))
 
     @property
     def codebook(self):
         """The codebook both banks hold at reset."""
-        return self._codebook
+        return self.reset_tables
 
     def _table(self, m, name, *, shape, init, read_ports, idle_bank, hit, index):
         """A two-bank table (bank in the top address bit) with registered reads, whose
@@ -280,7 +263,7 @@ class HuffmanEncoder(_HuffmanBlock):
         m.d.comb += self.i_config.ready.eq(~pending)
         config = self.i_config.payload
         reads = self._table(m, "table", shape=code_entry_layout,
-                            init=_encoder_entries(self._codebook), read_ports=lanes,
+                            init=_encoder_entries(self.codebook), read_ports=lanes,
                             idle_bank=~active, hit=config.addr < 256, index=config.addr)
 
         def stage(name, shape, value):
@@ -438,7 +421,7 @@ class HuffmanDecoder(_HuffmanBlock):
         T = self.touched_words
         Q = T + 1                                   # one spare slot, so a word waits in it
         pos_width = (Q * W + L * N).bit_length()    # a bit position in the window
-        symbols, entries = _decoder_tables(self._codebook)
+        symbols, entries = _decoder_tables(self.codebook)
 
         # -- banks, config -------------------------------------------------------------
         in_frame = Signal()          # the prepare stage is inside a frame

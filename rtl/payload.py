@@ -18,15 +18,22 @@ from amaranth.hdl import unsigned
 from amaranth.lib import data
 
 __all__ = ["symbol_layout", "word_layout", "config_write_layout", "pack", "unpack", "check_lanes",
-           "check_word_width", "SYMBOL_WIDTHS"]
+           "check_word_width", "LANES", "SYMBOL_WIDTHS"]
 
 #: Symbol widths a symbol beat carries: e4m3 bytes and bf16 values.
 SYMBOL_WIDTHS = (8, 16)
 
 
-def check_lanes(lanes):
-    if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes not in (1, 2, 4, 8, 16):
-        raise ValueError(f"lanes must be 1, 2, 4, 8 or 16, not {lanes!r}")
+#: Lane counts a symbol beat can have.
+LANES = (1, 2, 4, 8, 16)
+
+
+def check_lanes(lanes, allowed=LANES):
+    """``lanes`` if it is one of ``allowed`` (a subset of :data:`LANES`, the lane counts
+    of a block), else a ``ValueError`` that lists them."""
+    if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes not in allowed:
+        raise ValueError(f"lanes must be {', '.join(map(str, allowed[:-1]))} or "
+                         f"{allowed[-1]}, not {lanes!r}")
     return lanes
 
 

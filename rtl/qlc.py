@@ -27,7 +27,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..golden.qlc import QlcCode
 from .bitpack import BitPacker, concatenation_tree
-from .payload import symbol_layout, word_layout, check_lanes, check_word_width
+from .block import LanedBlock
+from .payload import symbol_layout, word_layout, check_lanes
 from .payload import config_write_layout
 from .table import ConfigRegisters, ConfigTable
 
@@ -96,31 +97,16 @@ def _check_code(code):
     return code
 
 
-class _QlcBlock(wiring.Component):
+class _QlcBlock(LanedBlock):
     def __init__(self, signature, *, lanes, word_width, code):
-        try:
-            self._lanes = check_lanes(lanes)
-            self._word_width = check_word_width(
-                default_word_width(lanes) if word_width is None else word_width)
-            self._code = _check_code(code)
-        except (TypeError, ValueError):
-            # A block refused at construction is not an unused block: no warning later.
-            self._MustUse__silence = True
-            raise
-        super().__init__(signature(self._lanes, self._word_width))
-
-    @property
-    def lanes(self):
-        return self._lanes
-
-    @property
-    def word_width(self):
-        return self._word_width
+        super().__init__(signature, lanes=lanes, word_width=word_width,
+                         default_word_width=default_word_width,
+                         check=lambda lanes, word_width: _check_code(code))
 
     @property
     def code(self):
         """The code the tables hold at reset."""
-        return self._code
+        return self.reset_tables
 
     def _tables(self, m, table_init):
         """The table memory (one registered read port per lane) and the area registers,
@@ -129,7 +115,7 @@ class _QlcBlock(wiring.Component):
             shape=8, depth=256, init=[int(entry) for entry in table_init],
             read_ports=self._lanes, config_layout=config_layout, registered=True)
         m.submodules.areas = areas = ConfigRegisters(
-            shape=area_layout, depth=8, init=_area_entries(self._code),
+            shape=area_layout, depth=8, init=_area_entries(self.code),
             config_layout=config_layout, base=AREA_BASE)
         m.d.comb += self.i_config.ready.eq(1)
         for listener in (table.config, areas.config):
@@ -197,7 +183,7 @@ class QlcEncoder(_QlcBlock):
     def elaborate(self, platform):
         m = Module()
         lanes = self._lanes
-        reads, areas = self._tables(m, self._code.symbol_to_rank)
+        reads, areas = self._tables(m, self.code.symbol_to_rank)
 
         m.submodules.packer = packer = BitPacker(
             chunk_width=MAX_CODE_LENGTH * lanes, word_width=self._word_width)
@@ -419,12 +405,12 @@ class QlcDecoder(_QlcBlock):
 
         # -- tables: the rank-to-symbol block RAM, copies of the areas in LUT RAM ---------
         m.submodules.table = table = ConfigTable(
-            shape=8, depth=256, init=[int(entry) for entry in self._code.rank_to_symbol],
+            shape=8, depth=256, init=[int(entry) for entry in self.code.rank_to_symbol],
             read_ports=N, config_layout=config_layout, registered=True)
         m.d.comb += [self.i_config.ready.eq(1),
                      table.config.valid.eq(self.i_config.valid),
                      table.config.payload.eq(self.i_config.payload)]
-        areas = _area_entries(self._code)
+        areas = _area_entries(self.code)
         config = self.i_config.payload
         area_write = Signal()
         m.d.comb += area_write.eq(self.i_config.valid & (config.addr >= AREA_BASE)

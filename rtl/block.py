@@ -1,0 +1,51 @@
+"""The base of the codec blocks: their parameters checked before a signature is built.
+
+:class:`LanedBlock` holds what every block's constructor does alike: check ``lanes``
+against the lane counts the block takes, default and check ``word_width``, check the
+reset-time tables, and only then build the signature. A block refused there (``TypeError``
+or ``ValueError``) never existed as far as Amaranth is concerned, so it is not reported
+later as an unused elaboratable.
+"""
+
+from amaranth.lib import wiring
+
+from .payload import LANES, check_lanes, check_word_width
+
+__all__ = ["LanedBlock"]
+
+
+class LanedBlock(wiring.Component):
+    """A stream block of ``lanes`` symbols a beat and ``word_width``-bit coded words.
+
+    ``signature(lanes, word_width)`` builds the block's signature once ``lanes`` is one of
+    ``allowed_lanes``, ``word_width`` (``default_word_width(lanes)`` when None) is a
+    positive multiple of 8, and ``check(lanes, word_width)`` has returned the block's
+    reset-time tables (:attr:`reset_tables`); ``check`` raises ``TypeError`` or
+    ``ValueError`` on anything else the block cannot take.
+    """
+
+    def __init__(self, signature, *, lanes, word_width, default_word_width, check,
+                 allowed_lanes=LANES):
+        try:
+            self._lanes = check_lanes(lanes, allowed_lanes)
+            self._word_width = check_word_width(
+                default_word_width(lanes) if word_width is None else word_width)
+            self._reset_tables = check(self._lanes, self._word_width)
+        except (TypeError, ValueError):
+            # A block refused at construction is not an unused block: no warning later.
+            self._MustUse__silence = True
+            raise
+        super().__init__(signature(self._lanes, self._word_width))
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    @property
+    def word_width(self):
+        return self._word_width
+
+    @property
+    def reset_tables(self):
+        """The tables the block holds at reset (set at elaboration)."""
+        return self._reset_tables
