@@ -58,7 +58,14 @@ def verilator_environment():
     # not found"). Give make the flag it should have held.
     flags = os.environ.get("MAKEFLAGS", "")
     if "CFG_CXXFLAGS_PCH_I" not in flags:
-        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
+        flags = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    # The model's hot code at -O1, not the wheel's -Os: the 4-lane Huffman decoder then
+    # compiles in 94 s instead of 135 s and simulates as fast (39 s against 41 s for a
+    # real tensor); -O0 compiles in 70 s but simulates at half speed. A user's OPT_FAST
+    # in MAKEFLAGS wins.
+    if "OPT_FAST" not in flags:
+        flags += " OPT_FAST=-O1"
+    os.environ["MAKEFLAGS"] = flags
     return root
 
 

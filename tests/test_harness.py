@@ -8,6 +8,8 @@ nothing added but their descriptions.
 Random idle and backpressure are on; the seed is printed (``LINKCODEC_SEED`` replays).
 """
 
+import os
+
 import numpy as np
 import pytest
 from amaranth.hdl import Fragment, Module, Mux
@@ -210,3 +212,18 @@ def test_build_lock_makes_a_second_process_wait(tmp_path):
         assert not entered.wait(0.3)
     assert entered.wait(5)
     waiter.join()
+
+
+def test_verilator_makeflags_keep_a_users_optimisation(monkeypatch):
+    """Models compile at -O1 unless the user's MAKEFLAGS says otherwise; the PCH flag is
+    always there."""
+    from linkcodec.sim.runner import verilator_environment
+
+    monkeypatch.delenv("MAKEFLAGS", raising=False)
+    verilator_environment()
+    flags = os.environ["MAKEFLAGS"].split()
+    assert "OPT_FAST=-O1" in flags and "CFG_CXXFLAGS_PCH_I=-include" in flags
+    monkeypatch.setenv("MAKEFLAGS", "OPT_FAST=-O3")
+    verilator_environment()
+    flags = os.environ["MAKEFLAGS"].split()
+    assert "OPT_FAST=-O3" in flags and "OPT_FAST=-O1" not in flags

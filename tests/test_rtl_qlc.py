@@ -13,6 +13,7 @@ from linkcodec.bundled import bundled_files
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.rtl.qlc import QlcDecoder, QlcEncoder, config_writes
 from linkcodec.sim.beats import decoder_beats, frame_words, symbol_beats
+from linkcodec.sim.blocks import get_block
 from linkcodec.sim.harness import first_mismatch, run_beats, run_frames
 
 LANES = [1, 2, 4, 8]
@@ -131,7 +132,8 @@ def test_decoder_recovers_from_bad_frames(block, lanes, seed):
     result = run_beats(QlcDecoder(lanes=lanes, word_width=width),
                        config={"i_config": config_writes(code, block="decoder")},
                        inputs={"i": words}, expected={"o": expected}, idle=IDLE,
-                       stall=STALL, seed=seed, name=f"qlc-decoder-l{lanes}")
+                       stall=STALL, seed=seed,
+                       name=get_block("qlc-decoder").module_name(lanes=lanes, word_width=width))
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
 
 
@@ -146,7 +148,7 @@ def test_decoder_flags_an_overlong_word(seed):
     words += frame_words(*code.encode(follow), 16)
     result = run_beats(QlcDecoder(lanes=1, word_width=16), inputs={"i": words},
                        expected={}, settle=600, idle=IDLE, stall=STALL, seed=seed,
-                       name="qlc-decoder-l1")
+                       name=get_block("qlc-decoder").module_name(lanes=1, word_width=16))
     beats = result["output"]["o"]
     errors = [index for index, beat in enumerate(beats) if beat["error"]]
     assert len(errors) == 1 and beats[errors[0]]["last"] == 1
