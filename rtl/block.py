@@ -7,11 +7,32 @@ or ``ValueError``) never existed as far as Amaranth is concerned, so it is not r
 later as an unused elaboratable.
 """
 
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
 
-from .payload import LANES, check_lanes, check_word_width
+from .payload import LANES, check_lanes, check_word_width, symbol_layout, word_layout
 
-__all__ = ["LanedBlock"]
+__all__ = ["LanedBlock", "encoder_signature", "decoder_signature"]
+
+
+def encoder_signature(config_layout):
+    """The ports of an e4m3 encoder, as :class:`LanedBlock` takes them: symbol beats in
+    (``i``), words out (``o``), table writes in (``i_config``, ``config_layout``)."""
+    return lambda lanes, word_width: {
+        "i": In(stream.Signature(symbol_layout(lanes))),
+        "o": Out(stream.Signature(word_layout(word_width))),
+        "i_config": In(stream.Signature(config_layout)),
+    }
+
+
+def decoder_signature(config_layout):
+    """The ports of an e4m3 decoder: words in (``i``), symbol beats with the error flag
+    out (``o``), table writes in (``i_config``)."""
+    return lambda lanes, word_width: {
+        "i": In(stream.Signature(word_layout(word_width))),
+        "o": Out(stream.Signature(symbol_layout(lanes, error=True))),
+        "i_config": In(stream.Signature(config_layout)),
+    }
 
 
 class LanedBlock(wiring.Component):

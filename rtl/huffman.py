@@ -32,12 +32,11 @@ that load a codebook and switch to it.
 
 import numpy as np
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, wiring
 
 from ..golden.huffman import HuffmanCodebook, canonical_codes
 from .bitpack import BitPacker, WordQueue, concatenation_tree, word_entry_layout
-from .block import LanedBlock
+from .block import LanedBlock, decoder_signature, encoder_signature
 from .payload import check_lanes, config_write_layout, symbol_layout
 from .payload import word_layout
 from .table import ConfigRegisters, ConfigTable
@@ -233,11 +232,8 @@ class HuffmanEncoder(_HuffmanBlock):
     """
 
     def __init__(self, *, lanes=1, word_width=None, codebook=None):
-        super().__init__(lambda lanes, width: {
-            "i": In(stream.Signature(symbol_layout(lanes))),
-            "o": Out(stream.Signature(word_layout(width))),
-            "i_config": In(stream.Signature(config_layout)),
-        }, lanes=lanes, word_width=word_width, codebook=codebook, allowed=(1, 2, 4, 8))
+        super().__init__(encoder_signature(config_layout), lanes=lanes,
+                         word_width=word_width, codebook=codebook, allowed=(1, 2, 4, 8))
 
     @property
     def latency(self):
@@ -394,11 +390,8 @@ class HuffmanDecoder(_HuffmanBlock):
     """
 
     def __init__(self, *, lanes=1, word_width=None, codebook=None):
-        super().__init__(lambda lanes, width: {
-            "i": In(stream.Signature(word_layout(width))),
-            "o": Out(stream.Signature(symbol_layout(lanes, error=True))),
-            "i_config": In(stream.Signature(config_layout)),
-        }, lanes=lanes, word_width=word_width, codebook=codebook, allowed=(1, 2, 4))
+        super().__init__(decoder_signature(config_layout), lanes=lanes,
+                         word_width=word_width, codebook=codebook, allowed=(1, 2, 4))
 
     @property
     def touched_words(self):

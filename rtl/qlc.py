@@ -22,12 +22,11 @@ writes for a code.
 """
 
 from amaranth.hdl import Module, Signal, Mux
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, wiring
 
 from ..golden.qlc import QlcCode
 from .bitpack import BitPacker, concatenation_tree
-from .block import LanedBlock
+from .block import LanedBlock, decoder_signature, encoder_signature
 from .payload import symbol_layout, word_layout, check_lanes
 from .payload import config_write_layout
 from .table import ConfigRegisters, ConfigTable
@@ -168,11 +167,8 @@ class QlcEncoder(_QlcBlock):
     """
 
     def __init__(self, *, lanes=1, word_width=None, code=None):
-        super().__init__(lambda lanes, width: {
-            "i": In(stream.Signature(symbol_layout(lanes))),
-            "o": Out(stream.Signature(word_layout(width))),
-            "i_config": In(stream.Signature(config_layout)),
-        }, lanes=lanes, word_width=word_width, code=code)
+        super().__init__(encoder_signature(config_layout), lanes=lanes,
+                         word_width=word_width, code=code)
 
     @property
     def latency(self):
@@ -355,11 +351,8 @@ class QlcDecoder(_QlcBlock):
     """
 
     def __init__(self, *, lanes=1, word_width=None, code=None):
-        super().__init__(lambda lanes, width: {
-            "i": In(stream.Signature(word_layout(width))),
-            "o": Out(stream.Signature(symbol_layout(lanes, error=True))),
-            "i_config": In(stream.Signature(config_layout)),
-        }, lanes=lanes, word_width=word_width, code=code)
+        super().__init__(decoder_signature(config_layout), lanes=lanes,
+                         word_width=word_width, code=code)
 
     @property
     def jump(self):
