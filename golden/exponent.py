@@ -56,6 +56,7 @@ import ml_dtypes
 import numpy as np
 
 from .bitstream import as_index
+from .prefix_encoder import pack_codes
 from .words import frames_from_words
 
 __all__ = [
@@ -597,14 +598,6 @@ class WireFrame(NamedTuple):
         return self.values_bits + self.escapes_bits
 
 
-def _pack_bits(fields, width):
-    """``fields`` (unsigned, < 2**width) as a bit string MSB first, zero-padded to whole
-    bytes."""
-    fields = np.asarray(fields, dtype=np.uint16)
-    bits = ((fields[:, None] >> np.arange(width - 1, -1, -1, dtype=np.uint16)) & 1)
-    return np.packbits(bits.astype(np.uint8).reshape(-1)).tobytes()
-
-
 def _unpack_bits(data, nbits, width, stream):
     """``nbits // width`` fields of ``width`` bits read MSB first from ``data``."""
     raw = np.frombuffer(bytes(data), dtype=np.uint8)
@@ -620,8 +613,8 @@ def wire_encode(bits_or_bf16, table):
     """Encode bf16 values (as :func:`encode` takes them) into a :class:`WireFrame`."""
     frame = encode(bits_or_bf16, table)
     fields = (frame.codes.astype(np.uint16) << 8) | frame.sign_mantissa
-    return WireFrame(values=_pack_bits(fields, VALUE_BITS),
-                     values_bits=VALUE_BITS * frame.size,
+    values, values_bits = pack_codes(fields, np.full(frame.size, VALUE_BITS))
+    return WireFrame(values=values, values_bits=values_bits,
                      escapes=frame.escapes.tobytes(),
                      escapes_bits=8 * int(frame.escapes.size))
 
