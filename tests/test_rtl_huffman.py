@@ -300,7 +300,6 @@ def test_word_faults_and_bad_codes(seed):
     good = np.array([0, 1, 2, 3, 200, 6, 0, 200], dtype=np.uint8)
     data, nbits = book.encode(good)
     words = frame_words(data, nbits, 16)
-    unused = 0x7FFF                      # 15 ones: past the last 15-bit code
     short = frame_words(*book.encode(good[:3]), 16)
     # symbols 0, 1 (3 bits), zero padding (five 0s), then 15 ones: no code starts there
     unused = frame_words(bytes([0b01000000, 0xFF, 0xFE]), 8 + 15, 16)
