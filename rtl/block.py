@@ -68,5 +68,5 @@ class LanedBlock(wiring.Component):
 
     @property
     def reset_tables(self):
-        """The tables the block holds at reset (set at elaboration)."""
+        """The tables the block holds at reset (given at construction)."""
         return self._reset_tables

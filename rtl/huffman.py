@@ -37,8 +37,7 @@ from amaranth.lib import data, wiring
 from ..golden.huffman import HuffmanCodebook, canonical_codes
 from .bitpack import BitPacker, WordQueue, concatenation_tree, word_entry_layout
 from .block import LanedBlock, decoder_signature, encoder_signature
-from .payload import check_lanes, config_write_layout, symbol_layout
-from .payload import word_layout
+from .payload import check_lanes, config_write_layout
 from .table import ConfigRegisters, ConfigTable
 
 __all__ = [
@@ -181,8 +180,9 @@ class _HuffmanBlock(LanedBlock):
         return table.read
 
     def _switch(self, m, boundary):
-        """The bank logic: ``(bank, pending)``, the bank of work that starts this cycle (a
-        pending switch takes effect when ``boundary``) and the pending flag."""
+        """The bank logic: ``(active, bank, pending)``, the bank in use, the bank of work
+        that starts this cycle (a pending switch takes effect when ``boundary``) and the
+        pending flag."""
         active = Signal()
         pending = Signal()
         switch_now = Signal()

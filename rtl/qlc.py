@@ -27,7 +27,7 @@ from amaranth.lib import data, wiring
 from ..golden.qlc import QlcCode
 from .bitpack import BitPacker, concatenation_tree
 from .block import LanedBlock, decoder_signature, encoder_signature
-from .payload import symbol_layout, word_layout, check_lanes
+from .payload import check_lanes
 from .payload import config_write_layout
 from .table import ConfigRegisters, ConfigTable
 

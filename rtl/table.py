@@ -5,7 +5,8 @@ exponent tables) in one of two shapes, both written by config writes
 (:func:`~linkcodec.rtl.payload.config_write_layout`: ``addr``, ``data``):
 
 - :class:`ConfigTable`: a :class:`~amaranth.lib.memory.Memory` of ``depth`` entries with
-  one asynchronous read port per lane, for a lookup a lane does each cycle;
+  one read port per lane (registered, or asynchronous with ``registered=False``), for a
+  lookup a lane does each cycle;
 - :class:`ConfigRegisters`: ``depth`` registers whose every entry is visible at once, for
   a small table that a block compares or muxes in parallel.
 
