@@ -18,6 +18,10 @@ Two levels:
 Random idle cycles on every input and random backpressure on every output come from one
 seed, printed by the testbench, so a failure replays.
 
+Every output port is watched by a protocol monitor: a break of the stream rules (valid
+falling without a transfer, the payload changing while stalled, X or Z in a valid
+payload, an output before any input since reset) raises :class:`ProtocolError`.
+
 ``simulator="icarus"`` runs the same testbench under Icarus Verilog, a 4-state simulator:
 an X or Z on a valid or ready, or in a payload that is transferred, raises
 :class:`XZValueError`.
@@ -35,7 +39,7 @@ from ..rtl.payload import pack, unpack
 from . import runner
 from .blocks import get_block
 
-__all__ = ["XZValueError", "first_mismatch", "run_beats", "run_frames", "stream_ports"]
+__all__ = ["ProtocolError", "XZValueError", "first_mismatch", "run_beats", "run_frames", "stream_ports"]
 
 
 class XZValueError(RuntimeError):
@@ -43,6 +47,21 @@ class XZValueError(RuntimeError):
 
     :attr:`events` lists each one as the testbench saw it: ``port``, ``cycle`` (counted
     from the port's start, like its transfer cycles) and ``what``.
+    """
+
+    def __init__(self, message, events):
+        super().__init__(message)
+        self.events = events
+
+
+class ProtocolError(AssertionError):
+    """A block broke the stream rules on an output port (see
+    :class:`~linkcodec.sim.stream.StreamMonitor`): valid fell without a transfer, the
+    payload changed while stalled, a valid payload held X or Z, or an output came before
+    any input since reset.
+
+    :attr:`events` lists each break: ``port``, ``cycle``, ``rule`` (a key of
+    :data:`~linkcodec.sim.stream.PROTOCOL_RULES`) and ``what``.
     """
 
     def __init__(self, message, events):
@@ -97,7 +116,8 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
     watches ``settle`` more cycles for anything extra.
 
     ``simulator`` is ``"verilator"`` or ``"icarus"``; each has its own build directory.
-    An X or Z on a port that is read raises :class:`XZValueError`.
+    An X or Z on a port that is read raises :class:`XZValueError`; a break of the
+    stream rules on an output raises :class:`ProtocolError`.
     """
     config = dict(config or {})
     in_ports, out_ports = stream_ports(component)
@@ -168,6 +188,13 @@ def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
         raise XZValueError(
             f"{name} under {simulator}, seed {seed}: {len(events)} X/Z values on ports "
             f"that are read; first: {shown}; see {build_dir / 'test.log'}", events)
+    broken = result.get("protocol_events", [])
+    if broken:
+        shown = "; ".join(f"{event['port']} cycle {event['cycle']}: {event['what']}"
+                          for event in broken[:5])
+        raise ProtocolError(
+            f"{name} under {simulator}, seed {seed}: {len(broken)} breaks of the stream "
+            f"rules; first: {shown}; see {build_dir / 'test.log'}", broken)
 
     output = {port: [unpack(out_ports[port], beat) for beat in result["output"][port]]
               for port in out_ports}

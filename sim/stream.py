@@ -12,6 +12,16 @@ In a 4-state simulator (Icarus) every port also checks, each cycle, that ``valid
 ``ready`` are 0 or 1, and that a transferred payload has no X or Z bit; each miss is kept
 in :attr:`xz_events`. Under Verilator (2-state) the check never fires; it costs a read
 of ready and a flag test or two a cycle, and nothing extra on a transfer.
+
+A :class:`StreamMonitor` is also the protocol checker of the block's output: every cycle
+it checks the stream rules that the block, as the source, must keep, and keeps each break
+in :attr:`StreamMonitor.protocol_events`:
+
+- once ``valid`` rises it holds until the transfer (``valid`` fell without a transfer);
+- the payload holds while ``valid`` waits for ``ready`` (payload changed while stalled);
+- a valid payload has no X or Z bit, transferred or not (4-state simulators only);
+- no ``valid`` before the block has taken any input since reset (an output before any
+  input), when the monitor is told which drivers feed the block (``after``).
 """
 
 import random
@@ -19,7 +29,15 @@ import random
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-__all__ = ["StreamDriver", "StreamMonitor"]
+__all__ = ["StreamDriver", "StreamMonitor", "PROTOCOL_RULES"]
+
+#: The stream rules a :class:`StreamMonitor` checks, by the name its events carry.
+PROTOCOL_RULES = {
+    "valid-fell": "valid fell without a transfer",
+    "payload-changed": "payload changed while valid waited for ready",
+    "payload-xz": "a valid payload had X or Z bits",
+    "early-output": "valid rose before the block had taken any input since reset",
+}
 
 
 class _Port:
@@ -108,24 +126,90 @@ class StreamDriver(_Port):
 
 
 class StreamMonitor(_Port):
-    """Takes beats from a stream port, with random backpressure.
+    """Takes beats from a stream port, with random backpressure, and checks the stream
+    rules on it (see the module's docstring).
 
     ``stall`` is the chance that ``ready`` is low in a cycle (0 for a sink that never
-    stalls). Every transfer's payload integer is appended to :attr:`beats`.
+    stalls). Every transfer's payload integer is appended to :attr:`beats`. ``after`` is
+    the drivers whose transfers are the block's input: ``valid`` before the first of
+    them since reset is an early output. A cycle with the DUT's ``rst`` high is a reset:
+    it is not checked, and what came before it is forgotten.
     """
 
-    def __init__(self, dut, name, clock, *, stall=0.0, rng=None):
+    def __init__(self, dut, name, clock, *, stall=0.0, rng=None, after=()):
         super().__init__(dut, name, clock)
         self.stall = stall
         self.rng = rng or random.Random(1)
         self.beats = []
+        self.after = list(after)
+        self.reset = getattr(dut, "rst", None)
+        #: Every break of the stream rules, as ``{"port", "cycle", "rule", "what"}``.
+        self.protocol_events = []
+        self._waiting = None      # the payload (as text) of a valid beat held back
+        self._since = 0           # the first cycle after the last reset
+        self._fed = not self.after
         self.ready.value = 0
 
     def _drive(self):
         self.ready.value = int(self.rng.random() >= self.stall)
 
-    def _took(self, cycle):
-        payload = self.payload.value
+    def _broke(self, cycle, rule, detail=""):
+        what = PROTOCOL_RULES[rule] + (f": {detail}" if detail else "")
+        self.protocol_events.append({"port": self.name, "cycle": cycle, "rule": rule,
+                                     "what": what})
+
+    def _input_before(self, cycle):
+        """Whether a driver in :attr:`after` made a transfer since the last reset and
+        before ``cycle``."""
+        for driver in self.after:
+            for seen in reversed(driver.transfer_cycles):
+                if seen < self._since:
+                    break
+                if seen < cycle:
+                    return True
+        return False
+
+    async def _run(self):
+        cycle = 0
+        edge, sample = RisingEdge(self.clock), ReadOnly()
+        while True:
+            await edge
+            cycle += 1
+            self._drive()
+            await sample
+            if self.reset is not None and self.reset.value == 1:
+                self._waiting, self._since, self._fed = None, cycle + 1, not self.after
+                continue
+            valid, ready = self.valid.value, self.ready.value
+            if not (valid.is_resolvable and ready.is_resolvable):
+                for signal, value in (("valid", valid), ("ready", ready)):
+                    if not value.is_resolvable:
+                        self._xz(cycle, f"{signal} is {value}")
+                continue
+            waiting, self._waiting = self._waiting, None
+            if valid != 1:
+                if waiting is not None:
+                    self._broke(cycle, "valid-fell")
+                continue
+            if not self._fed:
+                self._fed = True              # said once per reset
+                if not self._input_before(cycle):
+                    self._broke(cycle, "early-output")
+            payload = self.payload.value
+            if waiting is not None and str(payload) != waiting:
+                self._broke(cycle, "payload-changed", f"{waiting} then {payload}")
+            if not payload.is_resolvable:
+                bits = str(payload)
+                unknown = sum(bit in "XZUW-" for bit in bits)
+                self._broke(cycle, "payload-xz",
+                            f"{unknown} X/Z of {len(bits)} bits (MSB first): {bits}")
+            if ready == 1:
+                self._took(cycle, payload)
+                self.transfer_cycles.append(cycle)
+            else:
+                self._waiting = str(payload)
+
+    def _took(self, cycle, payload):
         try:
             self.beats.append(payload.to_unsigned())
         except ValueError:

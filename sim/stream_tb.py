@@ -6,9 +6,10 @@ beats and idle probability, every output stream port with the packed beats the g
 model expects and its stall probability, and the seed. The testbench loads the config
 ports one after another, streams every input with random idle cycles, takes every output
 with random backpressure, compares each output in order against its expectation (the
-scoreboard), and writes what it saw to ``LINKCODEC_RESULT``. In a 4-state simulator it
-also fails on any X or Z in a valid, a ready or a transferred payload (``xz_events`` in
-the result).
+scoreboard), and writes what it saw to ``LINKCODEC_RESULT``. Every output is also
+checked against the stream rules (:class:`~linkcodec.sim.stream.StreamMonitor`:
+``protocol_events`` in the result). In a 4-state simulator it also fails on any X or Z in
+a valid, a ready or a transferred payload (``xz_events`` in the result).
 """
 
 import json
@@ -37,7 +38,8 @@ class TB:
             for port in case["inputs"]}
         self.sinks = {
             port["port"]: StreamMonitor(dut, port["port"], dut.clk, stall=port["stall"],
-                                        rng=random.Random(rng.getrandbits(32)))
+                                        rng=random.Random(rng.getrandbits(32)),
+                                        after=self.sources.values())
             for port in case["outputs"]}
         self.configs = [StreamDriver(dut, port["port"], dut.clk, port["beats"])
                         for port in case["config"]]
@@ -107,6 +109,9 @@ async def run_case(dut):
         "xz_events": sorted((event for port in [*tb.configs, *tb.sources.values(),
                                                 *tb.sinks.values()]
                              for event in port.xz_events), key=lambda event: event["cycle"]),
+        "protocol_events": sorted((event for sink in tb.sinks.values()
+                                   for event in sink.protocol_events),
+                                  key=lambda event: event["cycle"]),
     }
     with open(os.environ["LINKCODEC_RESULT"], "w") as file:
         json.dump(result, file)
@@ -116,6 +121,11 @@ async def run_case(dut):
         f"{len(events)} X/Z values on ports that are read; first: "
         + "; ".join(f"{event['port']} cycle {event['cycle']}: {event['what']}"
                     for event in events[:5]))
+    broken = result["protocol_events"]
+    assert not broken, (
+        f"{len(broken)} breaks of the stream rules; first: "
+        + "; ".join(f"{event['port']} cycle {event['cycle']}: {event['what']}"
+                    for event in broken[:5]))
     assert not result["timed_out"], (
         f"no result after {limit} cycles: sent "
         + ", ".join(f"{name} {source.sent}/{len(source.beats)}"

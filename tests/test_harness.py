@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 import pytest
-from amaranth.hdl import Fragment, Module, Mux
+from amaranth.hdl import Fragment, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -20,7 +20,9 @@ from linkcodec.rtl.payload import config_write_layout, symbol_layout
 from linkcodec.rtl.table import ConfigRegisters
 from linkcodec.sim.beats import symbol_beats
 from linkcodec.sim.block import BlockDescription
-from linkcodec.sim.harness import first_mismatch, run_beats, run_frames, stream_ports
+from linkcodec.sim.harness import (ProtocolError, first_mismatch, run_beats, run_frames,
+                                   stream_ports)
+from linkcodec.sim.stream import PROTOCOL_RULES
 
 IDLE, STALL = 0.3, 0.3
 
@@ -227,3 +229,85 @@ def test_verilator_makeflags_keep_a_users_optimisation(monkeypatch):
     verilator_environment()
     flags = os.environ["MAKEFLAGS"].split()
     assert "OPT_FAST=-O3" in flags and "OPT_FAST=-O1" not in flags
+
+
+class PlantedBug(wiring.Component):
+    """``inner`` with one break of the stream rules planted on its output ``o``; every
+    other port passes straight through. The beats ``o`` carries stay right, so only the
+    protocol monitor can tell:
+
+    - ``"valid-fell"``: ``valid`` drops every other cycle that ``ready`` holds it back;
+    - ``"payload-changed"``: the payload reads inverted while ``ready`` is low;
+    - ``"early-output"``: after reset, a beat (count 0) comes before any input.
+    """
+
+    BUGS = ("valid-fell", "payload-changed", "early-output")
+
+    def __init__(self, inner, bug):
+        assert bug in self.BUGS
+        self.inner, self.bug = inner, bug
+        super().__init__(wiring.Signature(dict(inner.signature.members.items())))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = self.inner
+        for name, member in self.signature.members.items():
+            outer, port = getattr(self, name), getattr(inner, name)
+            if name == "o":
+                continue
+            if member.flow == In:
+                m.d.comb += [port.valid.eq(outer.valid), port.payload.eq(outer.payload),
+                             outer.ready.eq(port.ready)]
+            else:
+                m.d.comb += [outer.valid.eq(port.valid), outer.payload.eq(port.payload),
+                             port.ready.eq(outer.ready)]
+        o = self.o
+        m.d.comb += [o.valid.eq(inner.o.valid), o.payload.eq(inner.o.payload),
+                     inner.o.ready.eq(o.ready & o.valid)]
+        if self.bug == "valid-fell":
+            blink, held = Signal(), Signal()
+            m.d.sync += [blink.eq(~blink), held.eq(o.valid & ~o.ready)]
+            m.d.comb += o.valid.eq(inner.o.valid & ~(held & blink))
+        elif self.bug == "payload-changed":
+            with m.If(~o.ready):
+                m.d.comb += o.payload.eq(~inner.o.payload.as_value())
+        else:
+            ghost = Signal(init=1)
+            m.d.comb += [o.valid.eq(inner.o.valid | ghost), inner.o.ready.eq(o.ready & ~ghost)]
+            with m.If(ghost):
+                m.d.comb += o.payload.eq(0)
+                with m.If(o.ready):
+                    m.d.sync += ghost.eq(0)
+        return m
+
+
+@pytest.mark.parametrize("bug", PlantedBug.BUGS)
+def test_the_protocol_monitor_catches_a_planted_bug(bug, seed):
+    """Each rule the monitor checks, broken on purpose, fails the run by that rule; the
+    same traffic through the unbroken block passes (test_inverter_runs_through_the_harness)."""
+    block = InverterBlock(8)
+    stimulus = frames(np.uint8, 1)
+    inputs, expected = block.frame_io(np.concatenate(stimulus), lanes=1, word_width=None,
+                                      tables=None)
+    component = PlantedBug(SymbolInverter(lanes=1, width=8), bug)
+    with pytest.raises(ProtocolError) as caught:
+        run_beats(component, inputs=inputs, expected=expected, idle=IDLE, stall=STALL,
+                  seed=seed, name=f"test_inverter_bug_{bug.replace('-', '_')}")
+    rules = {event["rule"] for event in caught.value.events}
+    assert rules == {bug}, f"seed {seed}: {caught.value.events[:3]}"
+    assert caught.value.events[0]["what"].startswith(PROTOCOL_RULES[bug])
+
+
+def test_the_protocol_monitor_catches_a_planted_bug_in_a_real_block(seed):
+    """The QLC encoder's own output with ``valid`` dropping under backpressure."""
+    from linkcodec.sim.blocks import get_block
+
+    block = get_block("qlc-encoder")
+    tables = block.default_tables()
+    frame = np.arange(256, dtype=np.uint8)
+    inputs, expected = block.frame_io(frame, lanes=1, word_width=block.default_word_width(1),
+                                      tables=tables)
+    component = PlantedBug(block.build(lanes=1), "valid-fell")
+    with pytest.raises(ProtocolError, match="valid fell without a transfer"):
+        run_beats(component, inputs=inputs, expected=expected, idle=IDLE, stall=STALL,
+                  seed=seed, name="qlc_encoder_l1_bug_valid_fell")
