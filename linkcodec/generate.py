@@ -4,14 +4,16 @@
 ``DIR/<module>.v`` and ``DIR/<module>.vlt`` and prints both paths. The module's name is
 stable and says what it is: ``linkcodec_qlc_decoder_l4`` for the 4-lane QLC decoder,
 ``_w<W>`` added where the word width is not the default, ``_axis`` with
-``--axi-stream``. The block holds its default reset-time tables (QLC: the base code);
-every table loads at run time through the config port.
+``--axi-stream``. Without ``--lanes`` the block gets its fewest lanes (1; 4 for the
+exponent blocks), as ``linkcodec sim`` does. The block holds its default reset-time
+tables (QLC: the base code); every table loads at run time through the config port.
 
 Plain blocks have one clock, ``clk``, and a synchronous, active-high reset, ``rst``; every
 stream port is ``<port>__valid``, ``<port>__ready`` and ``<port>__payload`` (layouts in
 ``docs/qlc.md``). ``--axi-stream`` wraps the block in
 :class:`~linkcodec.rtl.axi.AxiStreamWrapper`: ``aclk``, ``aresetn``, ``s_axis_*``,
-``m_axis_*`` and a ``cfg_*`` write port.
+``m_axis_*`` and a ``cfg_*`` write port with its ``cfg_ready`` (``docs/axi.md`` maps every
+block, port by port; :func:`axi_port_tables` writes its tables).
 
 The ``.vlt`` file holds the Verilator lint waivers, each beside its reason, for that one
 file: ``verilator --lint-only -Wall DIR/<module>.vlt DIR/<module>.v`` is clean.
@@ -19,7 +21,7 @@ file: ``verilator --lint-only -Wall DIR/<module>.vlt DIR/<module>.v`` is clean.
 
 from pathlib import Path
 
-__all__ = ["WAIVERS", "generate", "add_arguments", "run"]
+__all__ = ["WAIVERS", "generate", "axi_wrapper", "axi_port_tables", "add_arguments", "run"]
 
 #: (rule, reason): what Amaranth's Verilog back end emits by design, waived for the
 #: generated file only. Everything else a lint finds is fixed in the RTL.
@@ -53,13 +55,16 @@ def _waiver_file(module):
     return "\n".join(lines)
 
 
-def generate(block, *, lanes, word_width=None, axi_stream=False, output):
-    """Write ``block``'s Verilog and lint waivers into ``output``; return both paths."""
+def generate(block, *, lanes=None, word_width=None, axi_stream=False, output):
+    """Write ``block``'s Verilog and lint waivers into ``output``; return both paths.
+
+    ``lanes`` defaults to the block's fewest."""
     from .rtl.axi import AxiStreamWrapper
     from .sim.blocks import get_block
     from .sim.runner import verilog_text
 
     description = get_block(block) if isinstance(block, str) else block
+    lanes = min(description.lanes) if lanes is None else lanes
     description.check_lanes(lanes)
     component = description.build(lanes=lanes, word_width=word_width)
     module = description.module_name(lanes=lanes, word_width=word_width)
@@ -79,13 +84,15 @@ def add_arguments(parser):
     from .sim.blocks import BLOCKS
 
     parser.add_argument("block", choices=list(BLOCKS))
-    parser.add_argument("--lanes", type=int, default=1)
+    parser.add_argument("--lanes", type=int, default=None,
+                        help="lanes (default: the block's fewest, 1 or 4 for the exponent "
+                             "blocks)")
     parser.add_argument("--word-width", type=int, default=None,
                         help="bits per coded word (default: the block's, 8 x lanes, at "
                              "least 16, for QLC)")
     parser.add_argument("--axi-stream", action="store_true",
                         help="AXI4-Stream port names (aclk, aresetn, s_axis_*, m_axis_*, "
-                             "cfg_*)")
+                             "cfg_*; see docs/axi.md)")
     parser.add_argument("-o", "--output", required=True, metavar="DIR")
 
 
@@ -94,3 +101,90 @@ def run(args):
                          axi_stream=args.axi_stream, output=args.output):
         print(path)
     return 0
+
+
+def axi_wrapper(block, *, lanes, word_width=None):
+    """The :class:`~linkcodec.rtl.axi.AxiStreamWrapper` of ``block`` (a name or a
+    description) as ``generate --axi-stream`` builds it, for its signature only: it and
+    its block are marked used, so leaving them unelaborated raises no warning."""
+    from .rtl.axi import AxiStreamWrapper
+    from .sim.blocks import get_block
+
+    description = get_block(block) if isinstance(block, str) else block
+    component = description.build(lanes=description.check_lanes(lanes), word_width=word_width)
+    wrapper = AxiStreamWrapper(component, config_ports=description.config_ports)
+    for elaboratable in (component, wrapper):
+        elaboratable._MustUse__silence = True        # Amaranth's unused-elaboratable check
+    return wrapper
+
+
+def _carries(wrapper, name):
+    """What the AXI port ``name`` of ``wrapper`` carries, in a few words."""
+    from amaranth.hdl import Shape
+
+    fixed = {"aclk": "clock: every signal is sampled on its rising edge",
+             "aresetn": "reset, active low, synchronous",
+             "cfg_we": "a config write is offered (hold it until `cfg_ready`)",
+             "cfg_addr": "table address of the write", "cfg_data": "value written",
+             "cfg_ready": "the write offered is made this cycle (`cfg_we & cfg_ready`)"}
+    if name in fixed:
+        return fixed[name]
+    for _, prefix, layout, output in wrapper.streams:
+        if not name.startswith(prefix) or name[len(prefix):].count("_"):
+            continue
+        signal = name[len(prefix):]
+        fields = dict(layout)
+        symbols = "symbols" in fields
+        if symbols:
+            lane_bits = Shape.cast(fields["symbols"].shape.elem_shape).width
+        texts = {
+            "tvalid": "valid", "tready": "ready",
+            "tlast": "last transfer of a frame",
+            "tdata": (f"{lane_bits}-bit symbols, lane 0 in `tdata[{lane_bits - 1}:0]`"
+                      if symbols else "the word's bytes in stream order, byte 0 in "
+                      "`tdata[7:0]`"),
+        }
+        if symbols and output:
+            texts["tkeep"] = "the bytes of lanes 0 .. count-1; lane 0's always"
+            user = [field for field, _ in layout
+                    if field not in ("symbols", "count", "last")] + ["placeholder"]
+            texts["tuser"] = ", ".join(f"bit {bit}: {field}" for bit, field in enumerate(user))
+        elif symbols:
+            texts["tkeep"] = "count: lanes 0 .. count-1 kept (first byte of each read)"
+        elif output:
+            texts["tkeep"] = "the bytes that hold the word's `tuser` bits; byte 0 always"
+            texts["tuser"] = "bits: how many of the word's bits belong to the frame"
+        else:
+            texts["tkeep"] = "ignored (`tuser` says which bits count)"
+            texts["tuser"] = "bits: how many of the word's bits belong to the frame"
+        return texts[signal]
+    raise ValueError(f"no AXI port {name!r}")
+
+
+def axi_port_tables():
+    """The AXI port table of every block of the registry, in Markdown, as ``docs/axi.md``
+    holds it: each port's direction, its width at every lane count the block takes, and
+    what it carries."""
+    from amaranth.hdl import Shape
+    from amaranth.lib.wiring import Out
+
+    from .sim.blocks import BLOCKS
+
+    sections = []
+    for name, description in BLOCKS.items():
+        lanes = list(description.lanes)
+        wrappers = [axi_wrapper(description, lanes=count) for count in lanes]
+        module = description.module_name(lanes=lanes[0]).rsplit("_l", 1)[0]
+        lines = [f"### {name}", "",
+                 f"Module `{module}_l<lanes>_axis`; lanes {', '.join(map(str, lanes))}.", "",
+                 f"| port | direction | width at lanes {', '.join(map(str, lanes))} "
+                 f"| carries |", "|---|---|---|---|"]
+        for port, member in wrappers[0].signature.members.items():
+            widths = [Shape.cast(wrapper.signature.members[port].shape).width
+                      for wrapper in wrappers]
+            shown = str(widths[0]) if len(set(widths)) == 1 else ", ".join(map(str, widths))
+            direction = "output" if member.flow == Out else "input"
+            lines.append(f"| `{port}` | {direction} | {shown} | "
+                         f"{_carries(wrappers[0], port)} |")
+        sections.append("\n".join(lines))
+    return "\n\n".join(sections) + "\n"

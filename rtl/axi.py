@@ -1,5 +1,8 @@
 """AXI4-Stream names around any block: what ``linkcodec generate --axi-stream`` emits.
 
+``docs/axi.md`` holds the mapping of every block in one place, port by port, and what a
+client must do with error and placeholder beats.
+
 :class:`AxiStreamWrapper` takes a block built with the payload layouts of
 :mod:`linkcodec.rtl.payload` and gives it the port names an AXI4-Stream system expects.
 Nothing is registered: the wrapper adds wires and a few gates, no latency.
@@ -10,25 +13,43 @@ Clock and reset: ``aclk``, and ``aresetn``, active low and synchronous (the bloc
 Stream ports: the block's input ``i`` becomes ``s_axis_*``, an input ``i_<name>``
 ``s_axis_<name>_*``; the output ``o`` becomes ``m_axis_*``, an output ``o_<name>``
 ``m_axis_<name>_*``. Each has ``tvalid``, ``tready``, ``tdata``, ``tkeep``, ``tlast`` and,
-where the payload has fields AXI has none for, ``tuser``:
+where the payload has fields AXI has none for, ``tuser``. **Every output transfer keeps
+at least one byte** (``tkeep`` is never all low), so no output is a null transfer, which
+AXI4-Stream infrastructure may drop:
 
 - a **symbol beat** (``symbols``, ``count``, ``last``, maybe ``error``): ``tdata`` holds
   the symbols, lane 0 in the low bits, so stream order is byte order; ``tkeep`` has one
-  bit a byte, set for the bytes of lanes ``0 .. count-1``. On an input, ``count`` is the
-  number of lanes whose first byte is kept: keep a contiguous run from lane 0 (a
-  continuous aligned stream). ``tuser`` is ``error`` on a decoder's output.
+  bit a byte, set for the bytes of lanes ``0 .. count-1``.
+
+  On an output, ``tuser`` is the payload's own fields (``error`` on a decoder's output,
+  bit 0) and then one more bit, *placeholder*, set when ``count = 0``: the beat carries
+  no symbol (an empty frame's ``last`` beat, or a decoder's error beat after a full
+  beat), and it keeps the bytes of lane 0, which hold 0, only so that the transfer is
+  not null. A client drops the kept bytes of a beat with *placeholder* set and reads its
+  ``tlast`` and ``error`` as usual.
+
+  On an input, ``count`` is the number of lanes whose first byte is kept: keep a
+  contiguous run from lane 0 (a continuous aligned stream). An empty frame is one
+  transfer with ``tkeep`` all low and ``tlast`` set: a null transfer, which whatever
+  sits in front of the block must pass on.
 - a **word** (``data``, ``bits``, ``last``): ``tdata`` holds the word's bytes in stream
   order, byte 0 (the first 8 bits of the frame, MSB first, as ``docs/bitstream.md``
   says) in ``tdata[7:0]``; ``tuser`` is ``bits``, the count of the word's bits that
-  belong to the frame. On an output ``tkeep`` marks the bytes that hold those bits; on
-  an input it is ignored (``tuser`` says it exactly).
+  belong to the frame. On an output ``tkeep`` marks the bytes that hold those bits, and
+  byte 0 always (a word of 0 bits, an empty frame's only word, keeps byte 0 and its
+  ``tuser`` says that none of its bits count); on an input ``tkeep`` is ignored
+  (``tuser`` says it exactly).
 
-Config port: ``i_config`` becomes a simple write port, ``cfg_we``, ``cfg_addr`` and
-``cfg_data``: every cycle with ``cfg_we`` high writes ``cfg_data`` at ``cfg_addr``. The
-blocks' config ports are always ready, so no write is ever refused.
+Config port: ``i_config`` becomes a write port with a ready, ``cfg_we``, ``cfg_addr``,
+``cfg_data`` and ``cfg_ready``: a write happens on a cycle with ``cfg_we`` and
+``cfg_ready`` both high (``cfg_data`` goes to ``cfg_addr``). A write that meets
+``cfg_ready`` low waits: hold ``cfg_we``, ``cfg_addr`` and ``cfg_data`` until it is
+high. ``cfg_ready`` is the block's ``i_config.ready``; it never depends on ``cfg_we``.
+The QLC and exponent blocks hold it high; the Huffman blocks lower it while a bank
+switch is pending (see :mod:`linkcodec.rtl.huffman`).
 """
 
-from amaranth.hdl import Cat, ClockDomain, DomainRenamer, Module, Mux, Shape
+from amaranth.hdl import Cat, ClockDomain, Const, DomainRenamer, Module, Shape
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -49,12 +70,24 @@ def _user_fields(layout):
     return [name for name, _ in layout if name not in _MAPPED]
 
 
+def _is_symbols(layout):
+    return "symbols" in dict(layout)
+
+
 def _data_width(layout):
-    return layout["symbols"].shape.size if "symbols" in dict(layout) else layout["data"].width
+    return layout["symbols"].shape.size if _is_symbols(layout) else layout["data"].width
+
+
+def _user_width(layout, output):
+    """Bits of ``tuser``: the payload's own fields, and the placeholder flag on a symbol
+    output."""
+    width = sum(layout[field].width for field in _user_fields(layout))
+    return width + (1 if output and _is_symbols(layout) else 0)
 
 
 class AxiStreamWrapper(wiring.Component):
-    """``block`` with AXI4-Stream port names (see the module's docstring).
+    """``block`` with AXI4-Stream port names (see the module's docstring and
+    ``docs/axi.md``).
 
     ``config_ports`` names the block's config ports (at most one) that become the
     ``cfg_*`` write port.
@@ -74,7 +107,7 @@ class AxiStreamWrapper(wiring.Component):
             output = member.flow == Out
             if name in self._config:
                 members.update({"cfg_we": In(1), "cfg_addr": In(layout["addr"].width),
-                                "cfg_data": In(layout["data"].width)})
+                                "cfg_data": In(layout["data"].width), "cfg_ready": Out(1)})
                 continue
             prefix = axi_port_prefix(name, output=output)
             width = _data_width(layout)
@@ -84,11 +117,17 @@ class AxiStreamWrapper(wiring.Component):
                 f"{prefix}tvalid": direction(1), f"{prefix}tready": back(1),
                 f"{prefix}tdata": direction(width), f"{prefix}tkeep": direction(width // 8),
                 f"{prefix}tlast": direction(1)})
-            user = sum(layout[field].width for field in _user_fields(layout))
+            user = _user_width(layout, output)
             if user:
                 members[f"{prefix}tuser"] = direction(user)
             self._streams.append((name, prefix, layout, output))
         super().__init__(members)
+
+    @property
+    def streams(self):
+        """``(block_port, prefix, layout, is_output)`` of every stream port mapped, in the
+        block's signature order (the config port is not among them)."""
+        return list(self._streams)
 
     def elaborate(self, platform):
         m = Module()
@@ -101,7 +140,8 @@ class AxiStreamWrapper(wiring.Component):
 
         for name in self._config:
             port = getattr(block, name)
-            m.d.comb += [port.valid.eq(self.cfg_we), port.payload.addr.eq(self.cfg_addr),
+            m.d.comb += [port.valid.eq(self.cfg_we), self.cfg_ready.eq(port.ready),
+                         port.payload.addr.eq(self.cfg_addr),
                          port.payload.data.eq(self.cfg_data)]
 
         for name, prefix, layout, output in self._streams:
@@ -110,45 +150,56 @@ class AxiStreamWrapper(wiring.Component):
                    for signal in ("tvalid", "tready", "tdata", "tkeep", "tlast", "tuser")
                    if hasattr(self, prefix + signal)}
             payload = port.payload
-            fields = dict(layout)
             if output:
                 m.d.comb += [axi["tvalid"].eq(port.valid), port.ready.eq(axi["tready"]),
                              axi["tlast"].eq(payload.last)]
             else:
                 m.d.comb += [port.valid.eq(axi["tvalid"]), axi["tready"].eq(port.ready),
                              payload.last.eq(axi["tlast"])]
-            if "tuser" in axi:
-                user = Cat(*(getattr(payload, field) for field in _user_fields(layout)))
-                m.d.comb += (axi["tuser"].eq(user) if output else user.eq(axi["tuser"]))
-            if "symbols" in fields:
+            if _is_symbols(layout):
                 self._symbols(m, payload, layout, axi, output)
             else:
                 self._word(m, payload, layout, axi, output)
         return m
 
     @staticmethod
-    def _symbols(m, payload, layout, axi, output):
+    def _user(payload, layout):
+        return [getattr(payload, field) for field in _user_fields(layout)]
+
+    @classmethod
+    def _symbols(cls, m, payload, layout, axi, output):
         lanes = layout["symbols"].shape.length
         lane_bytes = Shape.cast(layout["symbols"].shape.elem_shape).width // 8
         if output:
+            placeholder = payload.count == 0
             m.d.comb += axi["tdata"].eq(payload.symbols.as_value())
+            # Lane 0 is always kept: with count = 0 it is the placeholder.
             m.d.comb += axi["tkeep"].eq(Cat(*(
-                Mux(lane < payload.count, (1 << lane_bytes) - 1, 0)[:lane_bytes]
+                (payload.count > lane).replicate(lane_bytes) if lane
+                else Const((1 << lane_bytes) - 1, lane_bytes)
                 for lane in range(lanes))))
+            m.d.comb += axi["tuser"].eq(Cat(*cls._user(payload, layout), placeholder))
         else:
             m.d.comb += payload.symbols.eq(axi["tdata"])
             m.d.comb += payload.count.eq(sum(axi["tkeep"][lane * lane_bytes]
                                              for lane in range(lanes)))
+            if "tuser" in axi:
+                m.d.comb += Cat(*cls._user(payload, layout)).eq(axi["tuser"])
 
-    @staticmethod
-    def _word(m, payload, layout, axi, output):
+    @classmethod
+    def _word(cls, m, payload, layout, axi, output):
         width = layout["data"].width
         count = width // 8
         # Byte k of the frame is bits [W-8k-8, W-8k) of `data` and tdata[8k+7:8k].
         swapped = Cat(*(payload.data[width - 8 * (k + 1):width - 8 * k]
                         for k in range(count)))
+        user = Cat(*cls._user(payload, layout))
         if output:
             m.d.comb += axi["tdata"].eq(swapped)
-            m.d.comb += axi["tkeep"].eq(Cat(*((payload.bits > 8 * k) for k in range(count))))
+            # Byte 0 is always kept, so a word of 0 bits is not a null transfer.
+            m.d.comb += axi["tkeep"].eq(Cat(1, *((payload.bits > 8 * k)
+                                                  for k in range(1, count))))
+            m.d.comb += axi["tuser"].eq(user)
         else:
             m.d.comb += swapped.eq(axi["tdata"])
+            m.d.comb += user.eq(axi["tuser"])

@@ -1,28 +1,15 @@
-"""``linkcodec generate``: module names, Verilator lint of every block, and the AXI4-Stream
-wrapper run against the golden model with the AXI meaning of every signal.
-
-Random idle and backpressure are on; the seed is printed (``LINKCODEC_SEED`` replays).
+"""``linkcodec generate``: module names, default lanes, Verilator lint of every block, the
+AXI4-Stream port names. The AXI wrapper's behaviour is tested in ``tests/test_axi.py``.
 """
 
 import subprocess
 
-import numpy as np
 import pytest
-from amaranth.hdl import ClockSignal, Module, ResetSignal
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
 
 from linkcodec.cli import main
 from linkcodec.generate import generate
-from linkcodec.golden.qlc import QlcCode
-from linkcodec.rtl.axi import AxiStreamWrapper
-from linkcodec.rtl.qlc import QlcDecoder, QlcEncoder, config_layout, config_writes
-from linkcodec.sim.beats import frame_words
 from linkcodec.sim.blocks import BLOCKS
-from linkcodec.sim.harness import run_beats
 from linkcodec.sim.runner import verilator_environment
-
-IDLE, STALL = 0.3, 0.3
 
 
 def lint(paths):
@@ -72,94 +59,39 @@ def test_axi_names_clock_and_reset(tmp_path):
     for port in ["input aclk", "input aresetn", "input s_axis_tvalid", "output s_axis_tready",
                  "input [15:0] s_axis_tdata", "input s_axis_tlast", "input [4:0] s_axis_tuser",
                  "output [15:0] m_axis_tdata", "output [1:0] m_axis_tkeep",
-                 "output m_axis_tuser", "input cfg_we", "input [8:0] cfg_addr"]:
+                 "output [1:0] m_axis_tuser", "input cfg_we", "input [8:0] cfg_addr",
+                 "input [21:0] cfg_data", "output cfg_ready"]:
         direction, *width, name = port.split()
         assert any(line.split() == [direction, *width, name + ";"]
                    for line in text.splitlines()), port
 
 
-class AxiAsStreams(wiring.Component):
-    """Test adapter: the wrapper's AXI signals as plain streams, so the harness can drive
-    them. ``s_axis`` is stream ``i``, ``m_axis`` is ``o`` (payload ``tdata``, ``tkeep``,
-    ``tlast``, ``tuser``), ``cfg_*`` is ``i_config``; ``aclk``/``aresetn`` follow
-    ``clk``/``rst``."""
-
-    def __init__(self, wrapper):
-        self.wrapper = wrapper
-        ports = wrapper.signature.members
-
-        def layout(prefix):
-            fields = {name: ports[prefix + name].shape
-                      for name in ("tdata", "tkeep", "tlast", "tuser")
-                      if prefix + name in ports}
-            return data.StructLayout(fields)
-
-        self.layouts = {"i": layout("s_axis_"), "o": layout("m_axis_")}
-        super().__init__({"i": In(stream.Signature(self.layouts["i"])),
-                          "o": Out(stream.Signature(self.layouts["o"])),
-                          "i_config": In(stream.Signature(config_layout))})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.axi = axi = self.wrapper
-        m.d.comb += [axi.aclk.eq(ClockSignal()), axi.aresetn.eq(~ResetSignal())]
-        m.d.comb += [axi.s_axis_tvalid.eq(self.i.valid), self.i.ready.eq(axi.s_axis_tready),
-                     self.o.valid.eq(axi.m_axis_tvalid), axi.m_axis_tready.eq(self.o.ready),
-                     axi.cfg_we.eq(self.i_config.valid), self.i_config.ready.eq(1),
-                     axi.cfg_addr.eq(self.i_config.payload.addr),
-                     axi.cfg_data.eq(self.i_config.payload.data)]
-        for name in self.layouts["i"].members:
-            m.d.comb += getattr(axi, "s_axis_" + name).eq(getattr(self.i.payload, name))
-        for name in self.layouts["o"].members:
-            m.d.comb += getattr(self.o.payload, name).eq(getattr(axi, "m_axis_" + name))
-        return m
+@pytest.mark.parametrize("block", list(BLOCKS))
+def test_lanes_default_to_the_blocks_fewest(block, tmp_path, capsys):
+    """Without ``--lanes`` every block is generated at its fewest lanes (as ``linkcodec
+    sim`` runs it): 1, and 4 for the exponent blocks, whose 1 is refused."""
+    description = BLOCKS[block]
+    assert main(["generate", block, "-o", str(tmp_path)]) == 0
+    fewest = min(description.lanes)
+    module = description.module_name(lanes=fewest)
+    assert capsys.readouterr().out.split()[0] == str(tmp_path / f"{module}.v")
+    assert f"module {module}(" in (tmp_path / f"{module}.v").read_text()
+    assert generate(block, output=tmp_path)[0].name == f"{module}.v"
 
 
-def axi_symbol_beats(frame, lanes, *, error=None):
-    """Symbols as AXI beats: lane 0 in the low byte, tkeep per byte, tuser the error."""
-    beats = []
-    rows = [frame[start:start + lanes] for start in range(0, frame.size, lanes)] or [frame]
-    for index, row in enumerate(rows):
-        beat = {"tdata": sum(int(s) << (8 * lane) for lane, s in enumerate(row)),
-                "tkeep": (1 << row.size) - 1, "tlast": int(index == len(rows) - 1)}
-        if error is not None:
-            beat["tuser"] = error
-        beats.append(beat)
-    return beats
+def test_exponent_encoder_default_is_four_lanes(tmp_path, capsys):
+    assert main(["generate", "exponent-encoder", "-o", str(tmp_path)]) == 0
+    path = capsys.readouterr().out.split()[0]
+    assert path.endswith("linkcodec_exponent_encoder_l4.v")
+    assert main(["generate", "exponent-encoder", "--lanes", "1", "-o", str(tmp_path)]) == 2
+    assert "exponent-encoder takes lanes 4, 8, 16, not 1" in capsys.readouterr().err
 
 
-def axi_words(data, nbits, width):
-    """Coded words as AXI beats: the frame's bytes in stream order from tdata[7:0]."""
-    beats = []
-    for word in frame_words(data, nbits, width):
-        stream_bytes = word["data"].to_bytes(width // 8, "big")
-        beats.append({"tdata": int.from_bytes(stream_bytes, "little"),
-                      "tkeep": (1 << -(-word["bits"] // 8)) - 1, "tlast": word["last"],
-                      "tuser": word["bits"]})
-    return beats
+def test_block_choices_come_from_the_registry(tmp_path, capsys, monkeypatch):
+    """The block names are read from ``sim.blocks.BLOCKS`` when the parser is built."""
+    from linkcodec.sim import blocks
 
-
-@pytest.mark.xdist_group("axi")
-@pytest.mark.parametrize("component", [QlcEncoder, QlcDecoder])
-def test_axi_wrapper_against_golden(component, seed):
-    lanes, width = 4, 32
-    rng = np.random.default_rng(3)
-    frames = [rng.integers(0, 256, 203, dtype=np.uint8), np.array([7], np.uint8),
-              np.arange(256, dtype=np.uint8)]
-    code = QlcCode.from_pmf(np.bincount(frames[0], minlength=256) + 1)
-    block = component(lanes=lanes, word_width=width)
-    adapter = AxiAsStreams(AxiStreamWrapper(block, config_ports=("i_config",)))
-    symbols = [beat for f in frames for beat in axi_symbol_beats(
-        f, lanes, error=0 if component is QlcDecoder else None)]
-    words = [beat for f in frames for beat in axi_words(*code.encode(f), width)]
-    if component is QlcDecoder:
-        for word in words:
-            word["tkeep"] = 0                  # ignored on a word input: tuser says it
-        inputs, expected = words, symbols
-    else:
-        inputs, expected = symbols, words
-    table = "encoder" if component is QlcEncoder else "decoder"
-    result = run_beats(adapter, inputs={"i": inputs}, expected={"o": expected},
-                       config={"i_config": config_writes(code, block=table)},
-                       idle=IDLE, stall=STALL, seed=seed, name=f"axi-{table}")
-    assert result["bit_exact"], f"seed {seed}"
+    monkeypatch.setitem(blocks.BLOCKS, "made-up-encoder", BLOCKS["qlc-encoder"])
+    with pytest.raises(SystemExit):
+        main(["generate", "--help"])
+    assert "made-up-encoder" in capsys.readouterr().out
