@@ -28,6 +28,10 @@ set at elaboration from an :class:`~linkcodec.golden.exponent.ExponentTable` (de
 Write the table between frames, while the block is idle, and keep its 7 exponents
 distinct (the encoder gives an exponent that appears twice its lowest code).
 :func:`config_writes` lists the writes for a table.
+
+**Reset** (``rst``) clears stream state and never touches a table: the exponent
+registers keep what was last loaded, or their elaboration-time contents if nothing was,
+so an encoder and its decoder reset together need no reload.
 """
 
 from math import gcd
@@ -49,7 +53,7 @@ __all__ = ["LANES", "DEFAULT_TABLE", "ESCAPE_BITS", "config_layout", "default_wo
 #: The lane counts both blocks take.
 LANES = (4, 8, 16)
 
-#: The table the blocks hold at reset: the 7 binades around 1.0 (exponents 124..130, the
+#: The table the blocks hold unless told otherwise: the 7 binades around 1.0 (exponents 124..130, the
 #: nearest to 127 first), the ones unit-scale activations fill.
 DEFAULT_TABLE = ExponentTable((127, 126, 128, 125, 129, 124, 130))
 
@@ -98,7 +102,9 @@ class _ExponentBlock(LanedBlock):
 
     @property
     def table(self):
-        """The :class:`ExponentTable` the registers hold at reset."""
+        """The :class:`ExponentTable` the registers hold from elaboration (at power-up on
+        an FPGA) until one is loaded through ``i_config``; a reset does not bring it
+        back."""
         return self.reset_tables
 
     def _table_registers(self, m):
@@ -119,7 +125,7 @@ class ExponentRemapEncoder(_ExponentBlock):
 
     Parameters (keyword-only): ``lanes`` (4, 8 or 16), ``word_width`` (a multiple of 8,
     at least ``11 * lanes``; default :func:`default_word_width`, both streams), ``table``
-    (the :class:`ExponentTable` held at reset; default :data:`DEFAULT_TABLE`).
+    (the :class:`ExponentTable` held until one is loaded; default :data:`DEFAULT_TABLE`).
 
     Ports: ``i`` (:func:`symbol_layout` beats of 16-bit bf16 bit patterns; a frame ends
     with the beat whose ``last`` is set, and may be empty: one beat with ``count = 0,
@@ -146,6 +152,12 @@ class ExponentRemapEncoder(_ExponentBlock):
     the whole pipeline holds; nothing is lost, and ``i.ready`` never depends on
     ``o.ready`` or ``o_escapes.ready``. Every bit pattern is a valid bf16 value; a
     ``count`` above ``lanes`` is taken as ``lanes``.
+
+    Reset: clears stream state (the pipeline, both packers' partial words and queues: a
+    frame in flight is lost, and the next beat starts a frame) and never touches a table:
+    the exponent registers keep what was last loaded. On an FPGA the tables come up with
+    their elaboration-time contents; on an ASIC a memory or reset-less flop has no defined
+    power-up contents, so load every table after power-up there.
     """
 
     def __init__(self, *, lanes=4, word_width=None, table=None):
@@ -291,6 +303,12 @@ class ExponentRemapDecoder(_ExponentBlock):
     left over end the frame after all its values). The rest of the frame, on both
     ports, up to and including each one's ``last`` word, is dropped; the next frame
     decodes normally.
+
+    Reset: clears stream state (both queues, every stage and the pending error beat: a
+    frame in flight is lost, and the next words start a frame on both ports) and never
+    touches a table: the exponent registers keep what was last loaded. On an FPGA the
+    tables come up with their elaboration-time contents; on an ASIC a memory or reset-less
+    flop has no defined power-up contents, so load every table after power-up there.
     """
 
     def __init__(self, *, lanes=4, word_width=None, table=None):

@@ -28,10 +28,17 @@ costs no idle cycle. While a switch is pending (and, in the decoder, while frame
 bank that became idle are still in flight) ``i_config.ready`` is low, so the next
 codebook's writes cannot reach a bank in use. :func:`config_writes` makes the writes
 that load a codebook and switch to it.
+
+**Reset** (``rst``) clears stream state and never touches a table: both banks of every
+table and the active-bank select keep what was last loaded, or their elaboration-time
+contents (bank 0 active) if nothing was, so an encoder and its decoder reset together
+need no reload. A bank switch still pending at reset takes effect at the reset: a reset
+is a frame boundary, and so both ends of a link reset together end up on the same bank
+whether or not either had reached its frame end.
 """
 
 import numpy as np
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import data, wiring
 
 from ..golden.huffman import HuffmanCodebook, canonical_codes
@@ -162,7 +169,8 @@ class _HuffmanBlock(LanedBlock):
 
     @property
     def codebook(self):
-        """The codebook both banks hold at reset."""
+        """The codebook both banks hold from elaboration (at power-up on an FPGA) until
+        one is loaded through ``i_config``; a reset does not bring it back."""
         return self.reset_tables
 
     def _table(self, m, name, *, shape, init, read_ports, idle_bank, hit, index):
@@ -182,15 +190,20 @@ class _HuffmanBlock(LanedBlock):
     def _switch(self, m, boundary):
         """The bank logic: ``(active, bank, pending)``, the bank in use, the bank of work
         that starts this cycle (a pending switch takes effect when ``boundary``) and the
-        pending flag."""
-        active = Signal()
+        pending flag.
+
+        ``active`` is a table (it names the working codebook), so it is reset-less; a
+        reset is a frame boundary, so a switch pending at reset takes effect there.
+        ``pending`` is stream state and resets to 0, after that switch."""
+        active = Signal(reset_less=True)
         pending = Signal()
         switch_now = Signal()
         bank = Signal()
         m.d.comb += [switch_now.eq(pending & boundary), bank.eq(active ^ switch_now)]
         requested = (self.i_config.valid & self.i_config.ready
                      & (self.i_config.payload.addr == SWITCH_ADDR))
-        with m.If(switch_now):
+        # (``bank`` leaves the reset out: nothing read in a reset cycle is used.)
+        with m.If(pending & (boundary | ResetSignal(allow_reset_less=True))):
             m.d.sync += [active.eq(~active), pending.eq(0)]
         with m.Elif(requested):
             m.d.sync += pending.eq(1)
@@ -202,7 +215,7 @@ class HuffmanEncoder(_HuffmanBlock):
 
     Parameters (keyword-only): ``lanes`` (1, 2, 4 or 8), ``word_width`` (a multiple of 8;
     default :func:`default_word_width`), ``codebook`` (the canonical
-    :class:`~linkcodec.golden.huffman.HuffmanCodebook` both banks hold at reset; default
+    :class:`~linkcodec.golden.huffman.HuffmanCodebook` both banks hold until loaded; default
     :func:`default_codebook`).
 
     Ports: ``i`` (:func:`symbol_layout` beats; a frame ends with the beat whose ``last``
@@ -229,6 +242,14 @@ class HuffmanEncoder(_HuffmanBlock):
     packer's queue fills, then ``i.ready`` (a register) falls and the whole pipeline
     holds; ``i.ready`` never depends on ``o.ready``. Every byte is a valid symbol; a
     ``count`` above ``lanes`` is taken as ``lanes``.
+
+    Reset: clears stream state (the pipeline, the packer's partial word and queue: a frame
+    in flight is lost, and the next beat starts a frame) and never touches a table: both
+    banks and the active-bank select keep what was last loaded. A bank switch still
+    pending at reset takes effect at the reset (a reset is a frame boundary), in the
+    encoder and decoder alike. On an FPGA the tables come up with their elaboration-time
+    contents; on an ASIC a memory or reset-less flop has no defined power-up contents, so
+    load every table after power-up there.
     """
 
     def __init__(self, *, lanes=1, word_width=None, codebook=None):
@@ -387,6 +408,14 @@ class HuffmanDecoder(_HuffmanBlock):
     that would have held the next symbol (a full beat of good symbols is followed by a
     beat of ``count = 0``). The rest of the frame, up to and including its ``last`` word,
     is dropped; the next frame decodes normally.
+
+    Reset: clears stream state (the queue, the window, the loop and the pipeline: a frame
+    in flight is lost, and the next word starts a frame) and never touches a table: both
+    banks of the symbol table and of the per-length entries, and the active-bank select,
+    keep what was last loaded. A bank switch still pending at reset takes effect at the
+    reset (a reset is a frame boundary), in the encoder and decoder alike. On an FPGA the
+    tables come up with their elaboration-time contents; on an ASIC a memory or reset-less
+    flop has no defined power-up contents, so load every table after power-up there.
     """
 
     def __init__(self, *, lanes=1, word_width=None, codebook=None):

@@ -19,6 +19,11 @@ Config port (``i_config``, always ready, one write per transfer):
 
 Write the tables between frames, while the block is idle; :func:`config_writes` lists the
 writes for a code.
+
+**Reset** (``rst``) clears stream state and never touches a table: the table memory and
+the area registers (and, in the decoder, the areas' per-position copies) keep what was
+last loaded, or their elaboration-time contents if nothing was, so an encoder and its
+decoder reset together need no reload.
 """
 
 from amaranth.hdl import Module, Signal, Mux
@@ -104,7 +109,8 @@ class _QlcBlock(LanedBlock):
 
     @property
     def code(self):
-        """The code the tables hold at reset."""
+        """The code the tables hold from elaboration (at power-up on an FPGA) until one
+        is loaded through ``i_config``; a reset does not bring it back."""
         return self.reset_tables
 
     def _tables(self, m, table_init):
@@ -135,8 +141,8 @@ class QlcEncoder(_QlcBlock):
     """QLC encoder: ``lanes`` e4m3 symbols a cycle in, ``word_width``-bit words out.
 
     Parameters (keyword-only): ``lanes`` (1, 2, 4, 8 or 16), ``word_width`` (a multiple
-    of 8; default :func:`default_word_width`), ``code`` (the :class:`QlcCode` held at
-    reset; default the base layout with rank = symbol value).
+    of 8; default :func:`default_word_width`), ``code`` (the :class:`QlcCode` the tables
+    hold until one is loaded; default the base layout with rank = symbol value).
 
     Ports: ``i`` (:func:`symbol_layout` beats; a frame ends with the beat whose ``last``
     is set, and may be empty: one beat with ``count = 0, last = 1``), ``o``
@@ -164,6 +170,12 @@ class QlcEncoder(_QlcBlock):
     backpressure on ``o`` the packer's word queue fills, then ``i.ready`` falls and the
     whole pipeline holds; nothing is lost, and ``i.ready`` never depends on ``o.ready``.
     Every byte is a valid symbol; a ``count`` above ``lanes`` is taken as ``lanes``.
+
+    Reset: clears stream state (the pipeline, the packer's partial word and queue: a frame
+    in flight is lost, and the next beat starts a frame) and never touches a table: the
+    rank table and the area registers keep what was last loaded. On an FPGA the tables
+    come up with their elaboration-time contents; on an ASIC a memory or reset-less flop
+    has no defined power-up contents, so load every table after power-up there.
     """
 
     def __init__(self, *, lanes=1, word_width=None, code=None):
@@ -348,6 +360,12 @@ class QlcDecoder(_QlcBlock):
     ``error = 1, last = 1`` in the beat that would have held the next symbol (a full
     beat of good symbols is followed by a beat of ``count = 0``). The rest of the frame,
     up to and including its ``last`` word, is dropped; the next frame decodes normally.
+
+    Reset: clears stream state (the queue, the window, the loop and the pipeline: a frame
+    in flight is lost, and the next word starts a frame) and never touches a table: the
+    rank-to-symbol table and the area copies keep what was last loaded. On an FPGA the
+    tables come up with their elaboration-time contents; on an ASIC a memory or reset-less
+    flop has no defined power-up contents, so load every table after power-up there.
     """
 
     def __init__(self, *, lanes=1, word_width=None, code=None):

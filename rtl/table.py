@@ -11,11 +11,17 @@ exponent tables) in one of two shapes, both written by config writes
   a small table that a block compares or muxes in parallel.
 
 Each answers the writes to its own address range ``base .. base + depth - 1`` and ignores
-the rest, so one config port serves several tables. A table holds its reset-time
+the rest, so one config port serves several tables. A table holds its elaboration-time
 contents (``init``) until the first write.
+
+**Reset never touches a table.** Both shapes keep what was last written through the
+reset (``rst``): a :class:`ConfigTable` is a memory, which has no reset, and a
+:class:`ConfigRegisters` holds its entries in reset-less registers. On an FPGA both come
+up at power-up with ``init``; on an ASIC a memory or a reset-less flop has no defined
+power-up contents, so there every table must be written after power-up.
 """
 
-from amaranth.hdl import Module, Shape
+from amaranth.hdl import Module, Shape, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -118,7 +124,8 @@ class ConfigRegisters(_Loaded):
 
     Ports: ``config`` (:func:`config_listener`), ``entries`` (an array of ``depth``
     values). A write to address ``base + index`` sets entry ``index`` at the next clock
-    edge.
+    edge. The registers are reset-less: a reset keeps what was last written (``init``
+    if nothing was), as a :class:`ConfigTable`'s memory does.
     """
 
     def __init__(self, *, shape, depth, init, config_layout, base=0):
@@ -130,10 +137,13 @@ class ConfigRegisters(_Loaded):
 
     def elaborate(self, platform):
         m = Module()
+        # A port cannot be made reset-less, so the registers are a signal of their own.
+        registers = Signal(self._layout, init=self._init, reset_less=True, name="registers")
+        m.d.comb += self.entries.eq(registers)
         enable, index, value = self._write()
         with m.If(enable):
             with m.Switch(index):
                 for entry in range(self._depth):
                     with m.Case(entry):
-                        m.d.sync += self.entries[entry].eq(value)
+                        m.d.sync += registers[entry].eq(value)
         return m
