@@ -2,9 +2,11 @@
 
 - ``linkcodec sim BLOCK [--lanes N] [--layout base|optimal] [--codebook JSON]
   [--table sigma|histogram] [--json] FILE...`` runs a block under Verilator and counts
-  cycles per symbol (values, for the bf16 exponent-remap blocks); ``linkcodec sim
-  qlc-decoder|huffman-decoder --fuzz N [FILE...]`` fuzzes a decoder against the golden
-  model;
+  cycles per symbol (values, for the bf16 exponent-remap blocks) and the bits it coded;
+  ``linkcodec sim qlc-decoder|huffman-decoder --fuzz N [FILE...]`` fuzzes a decoder
+  against the golden model. BLOCK is any block of the registry
+  (:mod:`linkcodec.sim.blocks`), and its table options are those its description
+  declares;
 - ``linkcodec analyze [--format e4m3|bf16] [--json] [--plot PNG] FILE... [--scales S...]``
   reports how compressible tensors are under each codec;
 - ``linkcodec codebook build --from FILE... -o book.json [--scales S... --scale S]``
@@ -24,60 +26,27 @@ import numpy as np
 __all__ = ["main"]
 
 
-def _qlc_code(symbol_arrays, layout_name, codebook=None):
-    """The QLC code ``sim`` loads: ranks from the files' pooled PMF or, with a codebook,
-    from the codebook's model of the source (``2**-length``: shorter codes rank first)."""
-    from .golden.qlc import QlcCode, QlcLayout
-
-    if codebook is not None:
-        pmf = 2.0 ** -codebook.lengths.astype(np.float64)
-    else:
-        pmf = np.zeros(256, dtype=np.int64)
-        for symbols in symbol_arrays:
-            pmf += np.bincount(symbols, minlength=256)
-    layout = QlcLayout.base() if layout_name == "base" else None
-    return QlcCode.from_pmf(pmf, layout=layout)
-
-
-def _block_kind(args):
-    """``"qlc"``, ``"huffman"`` or ``"exponent"``: which family ``sim``'s block is of. Each
-    family's options (``--layout``, ``--codebook``, ``--table``) are refused on the others."""
-    kind = args.block.split("-")[0]
-    if args.layout is not None and kind != "qlc":
-        own = "--codebook" if kind == "huffman" else "--table"
-        raise ValueError(f"--layout picks a QLC layout; {args.block} takes {own}")
-    if args.codebook and kind == "exponent":
-        raise ValueError(f"--codebook gives a Huffman codebook; {args.block} takes --table")
-    if args.table is not None and kind != "exponent":
-        raise ValueError(f"--table picks the exponent table of the exponent-remap blocks; "
-                         f"{args.block} does not take it")
-    if args.layout is None:
-        args.layout = "optimal"
-    if args.table is None:
-        args.table = "sigma"
-    return kind
-
-
-def _huffman_codebook(args, arrays):
-    """The codebook a Huffman block runs with: ``--codebook``, else the one ``linkcodec
-    codebook build`` would build from the FILEs (one batch a file)."""
+def _sim_block(args):
+    """The description of ``sim``'s block, with the table options of ``sim`` that it does
+    not declare (:attr:`~linkcodec.sim.block.BlockDescription.sim_options`) refused, and
+    ``--lanes`` defaulting to its fewest lanes."""
     from .sim.blocks import get_block
 
-    codebook = _codebook(args)
-    if codebook is not None:
-        return codebook
-    return get_block(args.block).fitted_tables(arrays)
+    block = get_block(args.block)
+    for name in _sim_option_names():
+        if getattr(args, name, None) is not None and name not in block.sim_options:
+            own = ", ".join(f"--{option}" for option in block.sim_options) or "none"
+            raise ValueError(f"--{name} is not an option of {block.name}; it takes {own}")
+    if args.lanes is None:
+        args.lanes = min(block.lanes)      # 1, or 4 for exponent blocks
+    return block
 
 
-def _exponent_table(kind, shards):
-    """The exponent table of ``sim``'s exponent-remap blocks, from all the FILEs' values
-    together: by their sigma (``table_from_tensor_sigma``) or their exponent histogram."""
-    from .golden.exponent import table_from_histogram, table_from_tensor_sigma
+def _sim_option_names():
+    """The table options of every registered block, in registry order."""
+    from .sim.blocks import BLOCKS
 
-    values = np.concatenate([shard.symbols for shard in shards])
-    if kind == "sigma":
-        return table_from_tensor_sigma(values)
-    return table_from_histogram(values)
+    return list(dict.fromkeys(name for block in BLOCKS.values() for name in block.sim_options))
 
 
 def _read_bf16_shards(paths):
@@ -94,35 +63,33 @@ def _read_bf16_shards(paths):
     return shards
 
 
-def cmd_sim(args):
+def _read_frames(block, paths):
+    """The FILEs as the block's frames: bf16 for a block of 16-bit values, else e4m3."""
     from .inputs import read_e4m3_shards
 
-    kind = _block_kind(args)
-    if args.lanes is None:
-        from .sim.blocks import get_block
+    if not paths:
+        return []
+    if block.value_bits == 16:
+        return _read_bf16_shards(paths)
+    return read_e4m3_shards(paths)
 
-        args.lanes = min(get_block(args.block).lanes)      # 1, or 4 for exponent blocks
+
+def _sim_tables(block, args, arrays):
+    return block.sim_tables(arrays, {name: getattr(args, name, None)
+                                     for name in block.sim_options})
+
+
+def cmd_sim(args):
+    block = _sim_block(args)
     if args.fuzz is not None:
-        return _sim_fuzz(args, kind == "huffman")
+        return _sim_fuzz(args, block)
     if not args.files:
         raise ValueError("give at least one FILE (FILEs are optional only with --fuzz)")
     from .sim.harness import run_frames
 
-    if kind == "exponent":
-        shards = _read_bf16_shards(args.files)
-    else:
-        shards = read_e4m3_shards(args.files)
+    shards = _read_frames(block, args.files)
     arrays = [shard.symbols for shard in shards]
-    if kind == "huffman":
-        code = _huffman_codebook(args, arrays)
-        described = {"codebook": code.id}
-    elif kind == "exponent":
-        code = _exponent_table(args.table, shards)
-        described = {"table": args.table,
-                     "exponents": [int(exponent) for exponent in code.exponents]}
-    else:
-        code = _qlc_code(arrays, args.layout, _codebook(args))
-        described = {"layout": args.layout}
+    code, described = _sim_tables(block, args, arrays)
     result = run_frames(args.block, arrays, lanes=args.lanes, tables=code,
                         word_width=args.word_width, idle=args.idle or 0.0,
                         stall=args.stall or 0.0, seed=args.seed)
@@ -132,6 +99,8 @@ def cmd_sim(args):
         "symbols": result["symbols"],
         "cycles": result["cycles"],
         "symbols_per_cycle": round(result["symbols_per_cycle"], 4),
+        "payload_bits": result["payload_bits"],
+        "compressibility": result["compressibility"],
         "bit_exact": result["bit_exact"],
         "word_width": result["word_width"],
         **described,
@@ -144,26 +113,21 @@ def cmd_sim(args):
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        unit = "values" if kind == "exponent" else "symbols"
+        unit = "values" if block.value_bits == 16 else "symbols"
         table = " ".join(f"{key} {value}" for key, value in described.items()
                          if key != "exponents")
         print(f"{report['block']}  lanes {report['lanes']}  word {report['word_width']} bits  "
               f"{table}  seed {report['seed']}")
         for frame in report["files"]:
             print(f"  {frame['file']}: {frame['symbols']} {unit} in {frame['cycles']} cycles"
-                  f" = {frame['symbols_per_cycle']:.3f} {unit}/cycle")
+                  f" = {frame['symbols_per_cycle']:.3f} {unit}/cycle, "
+                  f"{frame['payload_bits']} coded bits "
+                  f"({100 * frame['compressibility']:.1f}% saved)")
         print(f"  total: {report['symbols']} {unit} in {report['cycles']} cycles = "
-              f"{report['symbols_per_cycle']:.3f} {unit}/cycle, "
+              f"{report['symbols_per_cycle']:.3f} {unit}/cycle, {report['payload_bits']} "
+              f"coded bits ({100 * report['compressibility']:.1f}% saved), "
               f"bit-exact: {'yes' if report['bit_exact'] else 'NO'}")
     return 0 if report["bit_exact"] else 1
-
-
-def _codebook(args):
-    if not args.codebook:
-        return None
-    from .golden.huffman import HuffmanCodebook
-
-    return HuffmanCodebook.load(args.codebook)
 
 
 def _beats_summary(beats):
@@ -180,34 +144,22 @@ def _beats_summary(beats):
 FUZZ_IDLE = FUZZ_STALL = 0.3
 
 
-def _sim_fuzz(args, huffman):
-    """``linkcodec sim qlc-decoder|huffman-decoder --fuzz N [FILE...]``: differential
-    fuzzing against the golden word-level model (``linkcodec.sim.fuzz``)."""
-    from .golden.qlc import QlcCode
-    from .inputs import read_e4m3_shards
+def _sim_fuzz(args, block):
+    """``linkcodec sim DECODER --fuzz N [FILE...]``: differential fuzzing against the
+    golden word-level model (``linkcodec.sim.fuzz``), for the blocks that say they can be
+    fuzzed."""
+    from .sim.blocks import BLOCKS
     from .sim.fuzz import run_fuzz
 
-    if args.block not in ("qlc-decoder", "huffman-decoder"):
-        raise ValueError(f"--fuzz fuzzes a decoder (qlc-decoder or huffman-decoder), not "
-                         f"{args.block}")
+    if not block.fuzzable:
+        fuzzable = " or ".join(name for name, other in BLOCKS.items() if other.fuzzable)
+        raise ValueError(f"--fuzz fuzzes a decoder ({fuzzable}), not {args.block}")
     if args.fuzz < 1:
         raise ValueError(f"--fuzz takes a number of frames of at least 1, not {args.fuzz}")
-    shards = read_e4m3_shards(args.files) if args.files else []
+    shards = _read_frames(block, args.files)
     arrays = [shard.symbols for shard in shards]
-    codebook = _codebook(args)
-    if huffman:
-        if arrays or codebook is not None:
-            code = _huffman_codebook(args, arrays)
-        else:
-            from .rtl.huffman import default_codebook
-            code = default_codebook()                  # random symbols, the reset codebook
-        described = {"codebook": code.id}
-    elif arrays or codebook is not None:
-        code = _qlc_code(arrays, args.layout, codebook)
-        described = {"layout": args.layout}
-    else:
-        code = QlcCode.base()                          # random symbols and the base code
-        described = {"layout": "base"}
+    # Without FILEs or a table option: random symbols and the block's reset tables.
+    code, described = _sim_tables(block, args, arrays)
     pool = np.concatenate(arrays) if arrays else None
     if pool is not None and pool.size == 0:
         raise ValueError("the FILEs hold no symbols to fuzz with")
@@ -340,19 +292,16 @@ def build_parser():
                     "The exponent-remap blocks carry bf16 values: a FILE is a uint16 .npy "
                     "of bf16 bit patterns or a float array rounded to bf16, and the exponent "
                     "table comes from all the FILEs together (--table).")
-    sim.add_argument("block", choices=["qlc-encoder", "qlc-decoder", "huffman-encoder",
-                                       "huffman-decoder", "exponent-encoder",
-                                       "exponent-decoder"])
+    from .sim.blocks import BLOCKS
+
+    sim.add_argument("block", choices=list(BLOCKS))
     sim.add_argument("files", nargs="*", metavar="FILE",
                      help="tensors to code (at least one; optional with --fuzz)")
-    sim.add_argument("--lanes", type=int, default=None, choices=[1, 2, 4, 8, 16],
-                     help="symbols (values) a beat (default: the block's fewest, 1; 4 for "
-                          "the exponent-remap blocks)")
-    sim.add_argument("--layout", choices=["base", "optimal"], default=None,
-                     help="QLC blocks: the base layout or the optimal one for the FILEs "
-                          "(default optimal)")
+    sim.add_argument("--lanes", type=int, default=None,
+                     choices=sorted({lanes for block in BLOCKS.values() for lanes in block.lanes}),
+                     help="symbols (values) a beat (default: the block's fewest)")
     sim.add_argument("--word-width", type=int, default=None,
-                     help="bits per coded word (default: 8 x lanes, at least 16)")
+                     help="bits per coded word (default: the block's own for its lanes)")
     sim.add_argument("--idle", type=float, default=None,
                      help="chance of an idle input cycle (default 0: measure throughput; "
                           f"{FUZZ_IDLE} with --fuzz)")
@@ -360,16 +309,19 @@ def build_parser():
                      help="chance of output backpressure in a cycle (default 0; "
                           f"{FUZZ_STALL} with --fuzz)")
     sim.add_argument("--seed", type=int, default=None, help="seed for idle/stall patterns")
-    sim.add_argument("--codebook", metavar="JSON",
-                     help="QLC blocks: rank symbols by this codebook's code lengths instead "
-                          "of the files' PMF; Huffman blocks: code with this codebook instead "
-                          "of the one built from the FILEs (a codebook from `linkcodec "
-                          "codebook build`)")
-    sim.add_argument("--table", choices=["sigma", "histogram"], default=None,
-                     help="exponent-remap blocks: the 7 exponents from the sigma of all the "
-                          "FILEs' values (default) or from their exponent histogram")
+    # Each block's own table options; one that a block does not declare is refused.
+    for name in _sim_option_names():
+        takers = [block for block in BLOCKS.values() if name in block.sim_options]
+        helps = dict.fromkeys(block.sim_options[name].get("help", "") for block in takers)
+        text = "; ".join(
+            ", ".join(block.name for block in takers
+                      if block.sim_options[name].get("help", "") == help) + ": " + help
+            for help in helps)
+        options = {key: value for key, value in takers[0].sim_options[name].items()
+                   if key != "help"}
+        sim.add_argument(f"--{name}", dest=name, default=None, help=text, **options)
     sim.add_argument("--fuzz", type=int, default=None, metavar="N",
-                     help="decoders only: differential fuzzing against the golden model "
+                     help="decoders that can be fuzzed only: differential fuzzing against the golden model "
                           "on N frames (random words; coded frames with flipped bits, cut "
                           "short or with bad bits counts) under idle and backpressure; "
                           "reports frames, faults_injected, mismatches and hangs. With "

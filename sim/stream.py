@@ -5,8 +5,11 @@ A port named ``i`` appears in the Verilog as ``i__valid``, ``i__ready`` and
 edge and sample valid/ready in the read-only phase before the next one, so a transfer is
 seen exactly when the hardware sees it.
 
-Idle cycles (driver) and backpressure (monitor) are random with a seeded
-:class:`random.Random`, so a failing run replays from its seed.
+Idle cycles (driver) and backpressure (monitor) follow a *pattern* (:data:`PATTERNS`,
+:func:`pauses`) drawn from a seeded :class:`random.Random`, so a failing run replays
+from its seed: a number is the chance of a pause in each cycle (``0.3``: random), or a
+name: ``"none"``, ``"random"`` (0.3), ``"bursty"`` (runs of pauses and of go) or
+``"hold"`` (paused for the first :data:`HOLD_CYCLES` cycles, then never).
 
 In a 4-state simulator (Icarus) every port also checks, each cycle, that ``valid`` and
 ``ready`` are 0 or 1, and that a transferred payload has no X or Z bit; each miss is kept
@@ -29,7 +32,62 @@ import random
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-__all__ = ["StreamDriver", "StreamMonitor", "PROTOCOL_RULES"]
+__all__ = ["HOLD_CYCLES", "PATTERNS", "PROTOCOL_RULES", "StreamDriver", "StreamMonitor",
+           "check_pattern", "pause_share", "pauses"]
+
+#: The named idle and backpressure patterns (a number is a random pattern of its own).
+PATTERNS = ("none", "random", "bursty", "hold")
+#: How long the ``"hold"`` pattern pauses before it lets everything through.
+HOLD_CYCLES = 300
+#: ``"bursty"``: the chance, each cycle, of going from go to pause and from pause to go
+#: (runs of 20 cycles of go and 6.7 of pause on average).
+BURST_START, BURST_END = 0.05, 0.15
+
+
+def check_pattern(pattern):
+    """``pattern`` if it is a pause pattern: a name of :data:`PATTERNS` or a chance in
+    [0, 1); anything else is refused."""
+    if isinstance(pattern, str):
+        if pattern not in PATTERNS:
+            raise ValueError(f"unknown pause pattern {pattern!r}; expected a chance in "
+                             f"[0, 1) or one of {', '.join(PATTERNS)}")
+        return pattern
+    if isinstance(pattern, bool) or not isinstance(pattern, (int, float)) \
+            or not 0 <= pattern < 1:
+        raise ValueError(f"a pause chance must be a number in [0, 1), not {pattern!r}")
+    return float(pattern)
+
+
+def pause_share(pattern):
+    """``(share, extra)``: about what share of cycles ``pattern`` pauses, and the cycles
+    it pauses besides (for a cycle limit that is generous but finite)."""
+    pattern = check_pattern(pattern)
+    if pattern == "none":
+        return 0.0, 0
+    if pattern == "random":
+        return 0.3, 0
+    if pattern == "bursty":
+        return BURST_START / (BURST_START + BURST_END), 0
+    if pattern == "hold":
+        return 0.0, HOLD_CYCLES
+    return pattern, 0
+
+
+def pauses(pattern, rng):
+    """An endless iterator of booleans, one a cycle: whether ``pattern`` pauses then."""
+    pattern = check_pattern(pattern)
+    if pattern == "bursty":
+        paused = False
+        while True:
+            paused = rng.random() < (1 - BURST_END if paused else BURST_START)
+            yield paused
+    if pattern == "hold":
+        for _ in range(HOLD_CYCLES):
+            yield True
+        pattern = 0.0
+    chance = {"none": 0.0, "random": 0.3}.get(pattern, pattern)
+    while True:
+        yield rng.random() < chance
 
 #: The stream rules a :class:`StreamMonitor` checks, by the name its events carry.
 PROTOCOL_RULES = {
@@ -54,7 +112,10 @@ class _Port:
         self.clock = clock
         self.name = name
         self._task = None
-        #: Cycle numbers (counted from :meth:`start`) of every transfer, in order.
+        #: The number of the cycle before :meth:`start`'s first: ports started later than
+        #: others count on from their clock (the testbench sets it).
+        self.first_cycle = 0
+        #: Cycle numbers (counted from :attr:`first_cycle`) of every transfer, in order.
         self.transfer_cycles = []
         #: Every X or Z seen on valid, ready or a transferred payload, as
         #: ``{"port", "cycle", "what"}``.
@@ -71,7 +132,7 @@ class _Port:
             self._task = None
 
     async def _run(self):
-        cycle = 0
+        cycle = self.first_cycle
         edge, sample = RisingEdge(self.clock), ReadOnly()
         while True:
             await edge
@@ -95,9 +156,9 @@ class _Port:
 class StreamDriver(_Port):
     """Drives ``beats`` (payload integers) into a stream port.
 
-    ``idle`` is the chance that the driver holds ``valid`` low for a cycle before a beat
-    (0 for a stall-free source). Once ``valid`` rises the payload holds until the
-    transfer, as the stream rules require.
+    ``idle`` is the pattern (a chance or a name, see :func:`pauses`) by which the driver
+    holds ``valid`` low for a cycle before a beat (0 for a stall-free source). Once
+    ``valid`` rises the payload holds until the transfer, as the stream rules require.
     """
 
     def __init__(self, dut, name, clock, beats, *, idle=0.0, rng=None):
@@ -105,6 +166,7 @@ class StreamDriver(_Port):
         self.beats = list(beats)
         self.idle = idle
         self.rng = rng or random.Random(0)
+        self._pauses = pauses(idle, self.rng)
         self.sent = 0
         self.valid.value = 0
 
@@ -115,7 +177,7 @@ class StreamDriver(_Port):
     def _drive(self):
         if self.sent == len(self.beats):
             self.valid.value = 0
-        elif self.valid.value == 1 or self.rng.random() >= self.idle:
+        elif self.valid.value == 1 or not next(self._pauses):
             self.payload.value = self.beats[self.sent]
             self.valid.value = 1
         else:
@@ -129,8 +191,8 @@ class StreamMonitor(_Port):
     """Takes beats from a stream port, with random backpressure, and checks the stream
     rules on it (see the module's docstring).
 
-    ``stall`` is the chance that ``ready`` is low in a cycle (0 for a sink that never
-    stalls). Every transfer's payload integer is appended to :attr:`beats`. ``after`` is
+    ``stall`` is the pattern (a chance or a name, see :func:`pauses`) by which ``ready``
+    is low in a cycle (0 for a sink that never stalls). Every transfer's payload integer is appended to :attr:`beats`. ``after`` is
     the drivers whose transfers are the block's input: ``valid`` before the first of
     them since reset is an early output. A cycle with the DUT's ``rst`` high is a reset:
     it is not checked, and what came before it is forgotten.
@@ -140,6 +202,7 @@ class StreamMonitor(_Port):
         super().__init__(dut, name, clock)
         self.stall = stall
         self.rng = rng or random.Random(1)
+        self._pauses = pauses(stall, self.rng)
         self.beats = []
         self.after = list(after)
         self.reset = getattr(dut, "rst", None)
@@ -151,7 +214,7 @@ class StreamMonitor(_Port):
         self.ready.value = 0
 
     def _drive(self):
-        self.ready.value = int(self.rng.random() >= self.stall)
+        self.ready.value = int(not next(self._pauses))
 
     def _broke(self, cycle, rule, detail=""):
         what = PROTOCOL_RULES[rule] + (f": {detail}" if detail else "")
@@ -170,7 +233,7 @@ class StreamMonitor(_Port):
         return False
 
     async def _run(self):
-        cycle = 0
+        cycle = self.first_cycle
         edge, sample = RisingEdge(self.clock), ReadOnly()
         while True:
             await edge

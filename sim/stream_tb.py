@@ -8,8 +8,10 @@ ports one after another, streams every input with random idle cycles, takes ever
 with random backpressure, compares each output in order against its expectation (the
 scoreboard), and writes what it saw to ``LINKCODEC_RESULT``. Every output is also
 checked against the stream rules (:class:`~linkcodec.sim.stream.StreamMonitor`:
-``protocol_events`` in the result). In a 4-state simulator it also fails on any X or Z in
-a valid, a ready or a transferred payload (``xz_events`` in the result).
+``protocol_events`` in the result). With ``before_reset`` in the case, other inputs
+stream first and the block is reset in mid-stream (:meth:`TB.run_then_reset`); only what
+comes after the reset is scored. In a 4-state simulator it also fails on any X or Z in a
+valid, a ready or a transferred payload (``xz_events`` in the result).
 """
 
 import json
@@ -43,6 +45,7 @@ class TB:
             for port in case["outputs"]}
         self.configs = [StreamDriver(dut, port["port"], dut.clk, port["beats"])
                         for port in case["config"]]
+        self.dropped, self.early_taken = {}, {}
 
     async def reset(self):
         self.dut.rst.value = 1
@@ -66,6 +69,34 @@ class TB:
             assert config.done, (f"{config.name} took {config.sent} of "
                                  f"{len(config.beats)} writes")
 
+    async def run_then_reset(self, before):
+        """Stream ``before``'s inputs (``{"inputs": [{"port", "beats"}], "cycles": N}``)
+        for N cycles, then hold ``rst`` for two cycles in mid-stream: whatever the block
+        took or gave before it is dropped (the sinks forget their beats), and the tables
+        stay as loaded. Returns the cycles this took."""
+        rng = random.Random(self.case["seed"] ^ 0x5EED)
+        early = [StreamDriver(self.dut, port["port"], self.dut.clk, port["beats"],
+                              idle=port.get("idle", 0.0),
+                              rng=random.Random(rng.getrandbits(32)))
+                 for port in before["inputs"]]
+        for sink in self.sinks.values():
+            sink.after.extend(early)          # outputs before the reset follow these
+        for driver in early:
+            driver.start()
+        await ClockCycles(self.dut.clk, before["cycles"])
+        for driver in early:
+            driver.stop()
+            driver.valid.value = 0
+        self.dut.rst.value = 1
+        await ClockCycles(self.dut.clk, 2)
+        self.dut.rst.value = 0
+        for sink in self.sinks.values():
+            self.dropped[sink.name] = len(sink.beats)
+            sink.beats.clear()
+            sink.transfer_cycles.clear()
+        self.early_taken = {driver.name: driver.sent for driver in early}
+        return before["cycles"] + 2
+
     def finished(self):
         return (all(source.done for source in self.sources.values())
                 and all(len(self.sinks[port["port"]].beats) >= len(port["expected"])
@@ -83,6 +114,11 @@ async def run_case(dut):
 
     for sink in tb.sinks.values():
         sink.start()
+    before = case.get("before_reset")
+    if before:
+        elapsed = await tb.run_then_reset(before)
+        for source in tb.sources.values():
+            source.first_cycle = elapsed
     for source in tb.sources.values():
         source.start()
     limit = case["cycle_limit"]
@@ -104,6 +140,8 @@ async def run_case(dut):
         "input_cycles": {name: source.transfer_cycles for name, source in tb.sources.items()},
         "output_cycles": {name: sink.transfer_cycles for name, sink in tb.sinks.items()},
         "timed_out": cycles >= limit,
+        "dropped_at_reset": tb.dropped,
+        "taken_before_reset": tb.early_taken,
         # In cycle order (the stream ports start together; config ports count from
         # their own start, before them), so the first listed is the first seen.
         "xz_events": sorted((event for port in [*tb.configs, *tb.sources.values(),

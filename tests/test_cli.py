@@ -9,7 +9,8 @@ from linkcodec.bundled import bundled_files
 from linkcodec.cli import main
 from linkcodec.golden.formats import to_e4m3_bits
 
-SIM_KEYS = {"block", "lanes", "symbols", "cycles", "symbols_per_cycle", "bit_exact"}
+SIM_KEYS = {"block", "lanes", "symbols", "cycles", "symbols_per_cycle", "bit_exact",
+            "payload_bits", "compressibility"}
 
 
 @pytest.mark.xdist_group("qlc-encoder-2")
@@ -31,6 +32,15 @@ def test_sim_json_on_a_float_tensor(tmp_path, capsys):
     assert [frame["symbols"] for frame in report["files"]] == [600, 600]
     assert all(SIM_KEYS - {"block", "lanes", "bit_exact"} <= set(frame)
                for frame in report["files"])
+    # The bits of the coded frames, as golden codes them with the base layout and the
+    # ranks of both files' pooled PMF.
+    from linkcodec.golden.qlc import QlcCode, QlcLayout
+
+    symbols = to_e4m3_bits(values)
+    code = QlcCode.from_pmf(2 * np.bincount(symbols, minlength=256), layout=QlcLayout.base())
+    bits = code.encode(symbols)[1]
+    assert [frame["payload_bits"] for frame in report["files"]] == [bits, bits]
+    assert report["compressibility"] == pytest.approx(1 - 2 * bits / (1200 * 8), abs=1e-6)
 
 
 @pytest.mark.xdist_group("qlc-decoder-1")

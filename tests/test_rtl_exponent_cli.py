@@ -12,10 +12,11 @@ import pytest
 
 from linkcodec.bundled import bundled_bf16_files
 from linkcodec.cli import main
-from linkcodec.golden.exponent import table_from_histogram, table_from_tensor_sigma
+from linkcodec.golden.exponent import (table_from_histogram, table_from_tensor_sigma,
+                                       wire_encode)
 
 KEYS = {"block", "lanes", "symbols", "cycles", "symbols_per_cycle", "bit_exact",
-        "word_width", "seed", "files"}
+        "word_width", "seed", "files", "payload_bits", "compressibility"}
 
 
 def _bf16_slices(tmp_path, count):
@@ -41,6 +42,12 @@ def test_sim_encoder_table_from_all_files(tmp_path, capsys, table):
     assert report["table"] == table and report["exponents"] == list(wanted.exponents)
     assert report["symbols"] == 1400 and report["bit_exact"] is True
     assert [frame["symbols"] for frame in report["files"]] == [700, 700]
+    # What the run saved: both streams of the wire format, values and escapes.
+    wires = [wire_encode(np.load(path), wanted) for path in paths]
+    bits = [wire.values_bits + wire.escapes_bits for wire in wires]
+    assert [frame["payload_bits"] for frame in report["files"]] == bits
+    assert report["payload_bits"] == sum(bits)
+    assert report["compressibility"] == pytest.approx(1 - sum(bits) / (1400 * 16), abs=1e-6)
 
 
 @pytest.mark.xdist_group("exponent-decoder-4")

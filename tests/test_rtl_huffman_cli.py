@@ -13,7 +13,7 @@ from linkcodec.golden.huffman import HuffmanCodebook
 from linkcodec.rtl.huffman import default_codebook
 
 QLC_KEYS = {"block", "lanes", "symbols", "cycles", "symbols_per_cycle", "bit_exact",
-            "word_width", "seed", "files"}
+            "word_width", "seed", "files", "payload_bits", "compressibility"}
 
 
 @pytest.mark.xdist_group("huffman-encoder-2")
@@ -34,6 +34,10 @@ def test_sim_builds_the_codebook_from_the_files(tmp_path, capsys):
     assert QLC_KEYS | {"codebook"} == set(report)
     assert report["codebook"] == book.id and report["bit_exact"] is True
     assert report["symbols"] == 1400 and report["lanes"] == 2
+    bits = [book.encode(symbols)[1] for symbols in arrays]
+    assert [frame["payload_bits"] for frame in report["files"]] == bits
+    assert report["payload_bits"] == sum(bits)
+    assert report["compressibility"] == pytest.approx(1 - sum(bits) / (1400 * 8), abs=1e-6)
 
 
 @pytest.mark.xdist_group("huffman-decoder-1")
