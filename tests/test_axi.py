@@ -377,3 +377,87 @@ def test_axi_mapping_at_four_lanes_under_the_harness(block, seed):
                        config=description.config_writes(code), idle=0.3, stall=0.3,
                        seed=seed, name=f"axi-{block}-l{lanes}")
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+
+
+# -- a codebook swap through the AXI names, writes held back by cfg_ready -----------------
+
+def skewed_codebook(rng, centre):
+    """A Huffman codebook fitted to symbols clustered around ``centre``."""
+    symbols = (centre + rng.geometric(0.08, 4000) * rng.choice([-1, 1], 4000)) % 256
+    return HuffmanCodebook.from_batches([symbols.astype(np.uint8)])
+
+
+@pytest.mark.parametrize("block", ["huffman-encoder", "huffman-decoder"])
+def test_codebook_swap_with_writes_held_by_cfg_ready(block, seed, tmp_path):
+    """Frame 0 (the reset codebook) is in flight when codebook A's writes and its switch
+    go in; B's writes follow at once and must wait (``cfg_ready`` low: the switch is
+    pending, and in the decoder frame 0 is still in the bank B will overwrite). B's
+    switch goes in once the last A frame has started, so it takes effect after it; the B
+    frames are sent once it is made. Every frame must come out as the golden model codes
+    or decodes it with its own codebook."""
+    description = BLOCKS[block]
+    table = "encoder" if block == "huffman-encoder" else "decoder"
+    lanes = min(description.lanes)
+    width = description.default_word_width(lanes)
+    rng = np.random.default_rng(seed)
+    books = {"reset": description.default_tables(), "A": skewed_codebook(rng, 40),
+             "B": skewed_codebook(rng, 200)}
+    assert not np.array_equal(books["A"].lengths, books["B"].lengths)
+    plan = [("reset", symbols_for(description, rng, 1500))]
+    plan += [("A", (symbols_for(description, rng, 150) + 30).astype(np.uint8))
+             for _ in range(2)]
+    plan += [("B", (symbols_for(description, rng, 150) + 190).astype(np.uint8))
+             for _ in range(2)]
+
+    ports = wrapper_ports(description, lanes)
+    in_layout, out_layout = ports["i"][1], ports["o"][1]
+    inputs, outputs = [], []
+    for book, frame in plan:
+        frame_in, frame_out = description.frame_io(frame, lanes=lanes, word_width=width,
+                                                   tables=books[book])
+        inputs.append(transfers(frame_in["i"], in_layout, output=False))
+        outputs.append(transfers(frame_out["o"], out_layout, output=True))
+
+    writes_a = huffman_config_writes(books["A"], block=table)
+    writes_b = huffman_config_writes(books["B"], block=table)
+    # A goes in once frame 0 is under way; B's switch once the last A frame has started.
+    last_a_starts = sum(len(transfer) for transfer in inputs[:2]) + 1
+    writes = [[w["addr"], w["data"], None] for w in writes_a + writes_b]
+    writes[0][2] = {"port": "s_axis", "transfers": 1}
+    writes[-1][2] = {"port": "s_axis", "transfers": last_a_starts}
+    gates = [None, len(writes_a), None, len(writes), None]
+    byte_lanes = ports["i"][3]
+    case = {"seed": seed, "cycle_limit": 60000,
+            "config": {"writes": writes, "pause": {"random": 0.2}},
+            "inputs": [{"prefix": "s_axis", "pause": {"random": 0.3}, "frames": [
+                dict(source_frame(frame, byte_lanes), after=gate)
+                for frame, gate in zip(inputs, gates)]}],
+            "outputs": [{"prefix": "m_axis", "pause": {"random": 0.2},
+                         "frames": len(outputs)}]}
+    result = run_axi(*axi_verilog(description, lanes, tmp_path), case)
+    print(f"{block}: {result['held_cycles']} cycles with cfg_we high and cfg_ready low, "
+          f"{result['cycles']} cycles in all")
+    assert result["writes_made"] == len(writes)
+    assert result["held_cycles"] > 0, "no write was held back by cfg_ready"
+    got = result["output"]["m_axis"]
+    assert got == outputs, f"seed {seed}: {first_difference(got, outputs)}"
+    assert result["extra_frames"]["m_axis"] == 0
+
+
+# -- docs/axi.md ---------------------------------------------------------------------------
+
+def test_doc_port_tables_are_the_wrappers():
+    """docs/axi.md's port tables are what :func:`axi_port_tables` makes from the wrapper
+    of every block of the registry, at every lane count, so the page cannot drift."""
+    text = DOC.read_text()
+    begin, end = "<!-- axi_port_tables: begin -->\n", "<!-- axi_port_tables: end -->"
+    assert begin in text and end in text
+    shown = text.split(begin, 1)[1].split(end, 1)[0]
+    assert shown == axi_port_tables(), ("docs/axi.md's port tables are stale; rewrite "
+                                        "them with linkcodec.generate.axi_port_tables()")
+    for block, description in BLOCKS.items():
+        section = shown.split(f"### {block}\n", 1)[1].split("\n### ", 1)[0]
+        named = [line.split("`")[1] for line in section.splitlines()
+                 if line.startswith("| `")]
+        wrapper = axi_wrapper(description, lanes=min(description.lanes))
+        assert named == list(wrapper.signature.members), block
