@@ -134,16 +134,16 @@ class ConfigRegisters(_Loaded):
         self._init = init
         super().__init__({"entries": Out(self._layout, init=init)},
                          config_layout=config_layout, base=base, depth=depth)
+        # The registers are the port itself, made anew reset-less (a port is made with a
+        # reset): a reset never touches a table.
+        self.entries = Signal(self._layout, init=init, reset_less=True, name="entries")
 
     def elaborate(self, platform):
         m = Module()
-        # A port cannot be made reset-less, so the registers are a signal of their own.
-        registers = Signal(self._layout, init=self._init, reset_less=True, name="registers")
-        m.d.comb += self.entries.eq(registers)
         enable, index, value = self._write()
         with m.If(enable):
             with m.Switch(index):
                 for entry in range(self._depth):
                     with m.Case(entry):
-                        m.d.sync += registers[entry].eq(value)
+                        m.d.sync += self.entries[entry].eq(value)
         return m
