@@ -43,6 +43,9 @@ class BlockDescription:
     #: decoder of words on ``i`` into symbol beats on ``o``, whose tables have ``encode``
     #: and ``decode`` as :func:`linkcodec.golden.words.decode_words` takes them.
     fuzzable = False
+    #: The fewest symbols a cycle, per lane, the block promises with no stalls on real
+    #: data (the contract suite checks it; README and docs quote it).
+    min_symbols_per_lane = 0.99
 
     @property
     def value_bits(self):
@@ -64,6 +67,15 @@ class BlockDescription:
     def default_tables(self):
         """The tables the block holds at reset unless told otherwise."""
         return None
+
+    def latency_frame(self, lanes):
+        """The frame the ``latency`` property is measured on (first input transfer to
+        first output transfer, no stalls): by default one beat of ``lanes`` symbols,
+        whose output ends the frame. A decoder whose latency assumes the next word right
+        behind the first gives a longer frame."""
+        rng = np.random.default_rng(lanes)
+        top = np.iinfo(np.dtype(self.symbol_dtype)).max
+        return rng.integers(0, top + 1, lanes).astype(self.symbol_dtype)
 
     def example_tables(self):
         """Tables other than the reset-time ones (where the block has tables), for tests

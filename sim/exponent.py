@@ -87,6 +87,10 @@ class ExponentRemapDecoderBlock(_ExponentBlock):
     module = "linkcodec_exponent_decoder"
     component = ExponentRemapDecoder
 
+    def latency_frame(self, lanes):
+        """``4 x lanes`` values: the words follow the first back to back."""
+        return np.random.default_rng(lanes).integers(0, 1 << 16, 4 * lanes, dtype=np.uint16)
+
     def frame_io(self, frame, *, lanes, word_width, tables):
         values, escapes = wire_words(frame, tables, word_width)
         return {"i": values, "i_escapes": escapes}, {"o": decoder_beats([frame], lanes)}

@@ -84,6 +84,10 @@ class HuffmanDecoderBlock(_HuffmanBlock):
     table = "decoder"
     fuzzable = True
 
+    def latency_frame(self, lanes):
+        """``4 x lanes`` symbols: the words follow the first back to back."""
+        return np.random.default_rng(lanes).integers(0, 256, 4 * lanes, dtype=np.uint8)
+
     def frame_io(self, frame, *, lanes, word_width, tables):
         return ({"i": frame_words(*tables.encode(frame), word_width)},
                 {"o": decoder_beats([frame], lanes)})

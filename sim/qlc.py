@@ -87,6 +87,10 @@ class QlcDecoderBlock(_QlcBlock):
     table = "decoder"
     fuzzable = True
 
+    def latency_frame(self, lanes):
+        """64 symbols: the words follow the first back to back."""
+        return np.arange(64, dtype=np.uint8)
+
     def frame_io(self, frame, *, lanes, word_width, tables):
         return ({"i": frame_words(*tables.encode(frame), word_width)},
                 {"o": decoder_beats([frame], lanes)})

@@ -1,0 +1,120 @@
+"""One contract for every block of the registry (:mod:`linkcodec.sim.contract`).
+
+Every block of ``sim.blocks.BLOCKS`` at every lane count it takes, crossed with the pause
+patterns (none, random, bursty, hold-then-release) on every port: round trips, latency
+against the ``latency`` property, symbols per cycle against the floor the block declares,
+parameter errors, the bad-input promises (counts beyond the lanes, fuzzed words), a reset
+in mid-stream, and every encoder driving its own decoder. The protocol monitor watches
+every output of every run. Per-codec test files keep only what is specific to a codec.
+
+Verilator builds dominate the time: one build per block and lane count, shared by every
+test that needs it (``xdist_group`` keeps them on one worker). Lane counts of 16 run
+under the ``slow`` marker (``pytest -m slow tests/test_contract.py``, which
+``linkcodec bench --contract`` runs). Seeds are printed; ``LINKCODEC_SEED`` replays.
+"""
+
+import numpy as np
+import pytest
+
+from linkcodec.bundled import bundled_bf16_files, bundled_files
+from linkcodec.hardware import hardware_file
+from linkcodec.sim import contract
+from linkcodec.sim.blocks import BLOCKS
+from linkcodec.sim.pair import pairs
+
+#: Lane counts at or above this run under the ``slow`` marker.
+SLOW_LANES = 16
+
+
+def case(name, lanes, *values):
+    """A (block, lanes) case on the worker that holds its build; 16 lanes are slow."""
+    marks = [pytest.mark.xdist_group(f"{name}-{lanes}")]
+    if lanes >= SLOW_LANES:
+        marks.append(pytest.mark.slow)
+    return pytest.param(name, lanes, *values, marks=marks,
+                        id="-".join(map(str, (name, lanes, *values))))
+
+
+BLOCK_LANES = [case(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes]
+PATTERNED = [case(name, lanes, pattern) for name, block in BLOCKS.items()
+             for lanes in block.lanes for pattern in contract.CONTRACT_PATTERNS]
+SMALLEST = [case(name, min(block.lanes)) for name, block in BLOCKS.items()]
+PAIRS = pairs()
+
+
+def real_frames(block, count=1500):
+    """A slice of a bundled real tensor of the block's symbol type."""
+    if block.value_bits == 16:
+        path = bundled_bf16_files("ffn2_act", layers=[4])[0]
+    else:
+        path = bundled_files("ffn2_act", layers=[3])[0]
+    return [np.load(path).reshape(-1)[:count]]
+
+
+@pytest.mark.parametrize(("name", "lanes", "pattern"), PATTERNED)
+def test_round_trip(name, lanes, pattern, seed):
+    block = BLOCKS[name]
+    result = contract.check_round_trip(block, lanes, pattern=pattern, seed=seed,
+                                       real=real_frames(block))
+    assert result["symbols"] == sum(frame["symbols"] for frame in result["frames"]) > 0
+
+
+@pytest.mark.parametrize(("name", "lanes"), BLOCK_LANES)
+def test_latency_is_the_property(name, lanes):
+    assert contract.check_latency(BLOCKS[name], lanes) > 0
+
+
+@pytest.mark.parametrize(("name", "lanes"), BLOCK_LANES)
+def test_symbols_per_cycle_meet_the_declared_floor(name, lanes):
+    """On the tensor ``linkcodec bench --hardware`` measures (8,192 symbols a lane)."""
+    block = BLOCKS[name]
+    symbols = np.load(hardware_file(name)).reshape(-1)[:8192 * lanes]
+    assert contract.check_throughput(block, lanes, [symbols]) <= lanes
+
+
+@pytest.mark.parametrize("name", list(BLOCKS))
+def test_parameters_are_checked(name):
+    contract.check_parameters(BLOCKS[name])
+
+
+@pytest.mark.parametrize(("name", "lanes"), [
+    case(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes
+    if lanes > 1 and "encoder" in name])
+def test_counts_beyond_the_lanes_are_clamped(name, lanes, seed):
+    assert contract.check_count_clamp(BLOCKS[name], lanes, pattern="random", seed=seed)
+
+
+@pytest.mark.parametrize(("name", "lanes"), [
+    case(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes
+    if block.fuzzable])
+def test_fuzzed_words_decode_as_golden_says(name, lanes, seed):
+    report = contract.check_bad_words(BLOCKS[name], lanes, pattern="bursty", seed=seed)
+    assert report["frames"] == 60 and report["faults_injected"] > 0
+
+
+@pytest.mark.parametrize(("name", "lanes"), SMALLEST)
+def test_reset_in_mid_stream_keeps_the_tables(name, lanes, seed):
+    result = contract.check_reset_mid_stream(BLOCKS[name], lanes, pattern="random",
+                                             seed=seed)
+    assert sum(result["taken_before_reset"].values()) > 0
+
+
+def pair_case(name, *values):
+    return pytest.param(name, *values, marks=pytest.mark.xdist_group(name),
+                        id="-".join((name, *values)))
+
+
+@pytest.mark.parametrize(("name", "pattern"), [
+    pair_case(name, pattern) for name in PAIRS for pattern in ("random", "hold")])
+def test_encoder_drives_its_decoder(name, pattern, seed):
+    """Nothing between them, real data included, under backpressure."""
+    pair = PAIRS[name]
+    lanes = min(pair.lanes)
+    contract.check_round_trip(pair, lanes, pattern=pattern, seed=seed,
+                              real=real_frames(pair, 4000))
+
+
+@pytest.mark.parametrize("name", [pair_case(name) for name in PAIRS])
+def test_a_pair_reset_in_mid_stream_needs_no_reload(name, seed):
+    pair = PAIRS[name]
+    contract.check_reset_mid_stream(pair, min(pair.lanes), pattern="random", seed=seed)
