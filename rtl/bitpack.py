@@ -2,16 +2,67 @@
 
 :class:`BitPacker` packs an encoder's chunks into words, MSB first (the bit order of
 ``docs/bitstream.md``); :class:`WordQueue` takes a decoder's words, checks their ``bits``
-counts and holds them word-aligned.
+counts and holds them word-aligned. Beside them, the small pieces every codec block uses
+alike: :func:`frame_order` (a word's bits in wire order), :func:`pipeline_stage` (the
+encoders' pipeline registers), :func:`mux_tree` and :func:`bits_at` (the decoders'
+selects and shifters).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .payload import word_layout, check_word_width
 
-__all__ = ["chunk_layout", "word_entry_layout", "concatenation_tree", "BitPacker", "WordQueue"]
+__all__ = ["chunk_layout", "word_entry_layout", "frame_order", "pipeline_stage", "mux_tree",
+           "bits_at", "concatenation_tree", "BitPacker", "WordQueue"]
+
+
+def frame_order(word):
+    """A word's bits in frame order: bit ``i`` is the word's ``i``-th bit on the wire (the
+    wire sends the MSB first), so a window of words is one vector, first bit at 0."""
+    return Value.cast(word)[::-1]
+
+
+def pipeline_stage(m, enable):
+    """``stage(name, shape, value)``: makes a pipeline register of ``shape``, named
+    ``name``, loaded from ``value`` in each cycle that ``enable`` is high (an encoder's
+    pipeline moves as one, on its packer's ``ready``)."""
+    def stage(name, shape, value):
+        register = Signal(shape, name=name)
+        with m.If(enable):
+            m.d.sync += register.eq(value)
+        return register
+    return stage
+
+
+def mux_tree(candidates, index, width):
+    """``candidates[index]`` as a tree of 2-way muxes, ``width`` bits, on the low bits of
+    ``index`` (as many as the candidates need; higher bits are not looked at). A
+    ``None`` candidate, and each one missing up to the next power of two, is 0."""
+    select_width = max(1, (len(candidates) - 1).bit_length())
+    candidates = list(candidates) + [None] * ((1 << select_width) - len(candidates))
+    level = [Const(0, width) if candidate is None else candidate for candidate in candidates]
+    for bit in range(select_width):
+        level = [Mux(index[bit], high, low) for low, high in zip(level[0::2], level[1::2])]
+    return level[0]
+
+
+def bits_at(value, amount, width, reach=None):
+    """``value[amount:amount + width]`` (0 past its end) for ``0 <= amount <= reach``
+    (default: as far as ``value`` goes and ``amount`` can count): a shifter that takes its
+    largest step first, so each stage keeps only the bits that the later ones can still
+    reach (a ``>>`` would shift the whole vector at every stage)."""
+    value = Value.cast(value)
+    if reach is None:
+        reach = min(len(value) - 1, (1 << len(Value.cast(amount))) - 1)
+    steps = max(1, reach.bit_length())
+    value = Cat(value, Const(0, max(0, width + (1 << steps) - 1 - len(value))))
+    for bit in reversed(range(steps)):
+        step = 1 << bit
+        keep = width + step - 1
+        value = Mux(amount[bit], value[step:step + keep], value[:keep])
+    return value[:width]
 
 
 def chunk_layout(chunk_width):

@@ -41,7 +41,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..golden.exponent import TABLE_SIZE, VALUE_BITS, ExponentTable
-from .bitpack import BitPacker, WordQueue, concatenation_tree
+from .bitpack import BitPacker, WordQueue, concatenation_tree, frame_order, pipeline_stage
 from .block import LanedBlock
 from .payload import (check_lanes, config_write_layout, symbol_layout,
                       word_layout)
@@ -189,12 +189,7 @@ class ExponentRemapEncoder(_ExponentBlock):
         m.d.comb += [step.eq(values_packer.i.ready & escapes_packer.i.ready),
                      self.i.ready.eq(step)]
 
-        def stage(name, shape, value):
-            """A pipeline register loaded from ``value`` while the pipeline moves."""
-            register = Signal(shape, name=name)
-            with m.If(step):
-                m.d.sync += register.eq(value)
-            return register
+        stage = pipeline_stage(m, step)
 
         # 1: codes. A priority chain (the lowest code wins) so that a table written with
         # an exponent twice still gives one code.
@@ -237,11 +232,6 @@ class ExponentRemapEncoder(_ExponentBlock):
             escapes_packer.i.payload.last.eq(beside["last"]),
         ]
         return m
-
-
-def _frame_order(word):
-    """A word's bits in frame order: bit ``i`` is the ``i``-th bit on the wire."""
-    return word[::-1]
 
 
 def _mux(m, name, index, candidates, width):
@@ -360,8 +350,8 @@ class ExponentRemapDecoder(_ExponentBlock):
         positions = width // step_bits
         position = Signal(range(positions))         # p = position * step_bits
         values_draining = Signal()                   # dropping to the frame's last word
-        bits = Cat(_frame_order(values_queue.head.data),
-                   _frame_order(values_queue.after.data))
+        bits = Cat(frame_order(values_queue.head.data),
+                   frame_order(values_queue.after.data))
         bits = Cat(bits, Const(0, max(0, (positions - 1) * step_bits + span - 2 * width)))
         group = _mux(m, "group", position,
                      [bits[index * step_bits:index * step_bits + span]
@@ -497,8 +487,8 @@ class ExponentRemapDecoder(_ExponentBlock):
         with m.If(escapes_draining & escapes_queue.head_ready & escapes_queue.head.end):
             m.d.sync += escapes_draining.eq(0)
 
-        escape_bits = Cat(_frame_order(escapes_queue.head.data),
-                          _frame_order(escapes_queue.after.data),
+        escape_bits = Cat(frame_order(escapes_queue.head.data),
+                          frame_order(escapes_queue.after.data),
                           Const(0, ESCAPE_BITS * lanes))
         window = _mux(m, "escape_window", escape_at,
                       [escape_bits[ESCAPE_BITS * index:ESCAPE_BITS * (index + lanes)]

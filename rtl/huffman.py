@@ -42,10 +42,12 @@ from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import data, wiring
 
 from ..golden.huffman import HuffmanCodebook, canonical_codes
-from .bitpack import BitPacker, WordQueue, concatenation_tree, word_entry_layout
+from .bitpack import (BitPacker, WordQueue, bits_at, concatenation_tree, frame_order,
+                      mux_tree, pipeline_stage, word_entry_layout)
 from .block import LanedBlock, decoder_signature, encoder_signature
 from .payload import check_lanes, config_write_layout
 from .table import ConfigRegisters, ConfigTable
+from .window import beat_run, drop_after_last, frame_end, window_ready
 
 __all__ = [
     "MAX_CODE_LENGTH", "SWITCH_ADDR", "LENGTH_BASE", "code_entry_layout",
@@ -283,12 +285,7 @@ class HuffmanEncoder(_HuffmanBlock):
                             init=_encoder_entries(self.codebook), read_ports=lanes,
                             idle_bank=~active, hit=config.addr < 256, index=config.addr)
 
-        def stage(name, shape, value):
-            """A pipeline register loaded from ``value`` while the pipeline moves."""
-            register = Signal(shape, name=name)
-            with m.If(step):
-                m.d.sync += register.eq(value)
-            return register
+        stage = pipeline_stage(m, step)
 
         # 1: the table read; the beat's count (clamped) and last travel beside it.
         for lane in range(lanes):
@@ -330,38 +327,17 @@ class HuffmanEncoder(_HuffmanBlock):
         return m
 
 
-def _frame_order(word):
-    """A word's bits in frame order (the wire sends the MSB first): bit 0 is the first."""
-    return Value.cast(word)[::-1]
-
-
 def _pick(candidates, index):
     """``candidates[index]`` as a tree of 2-way muxes on the bits of ``index``; an index
     past the candidates gives 0 (a plain ``Array`` lookup leaves such cases open)."""
     width = max(len(Value.cast(candidate)) for candidate in candidates)
     index = Value.cast(index)
     candidates = list(candidates)[:1 << len(index)]
+    picked = mux_tree(candidates, index, width)
     select_width = max(1, (len(candidates) - 1).bit_length())
-    level = candidates + [Const(0, width)] * ((1 << select_width) - len(candidates))
-    for bit in range(select_width):
-        level = [Mux(index[bit], high, low) for low, high in zip(level[0::2], level[1::2])]
     if len(index) > select_width:
-        level[0] = Mux(index[select_width:] == 0, level[0], 0)
-    return level[0]
-
-
-def _bits_at(value, amount, width):
-    """``value[amount:amount + width]`` (0 past its end), a barrel shifter that takes its
-    largest step first and keeps only the bits later steps can reach."""
-    value = Value.cast(value)
-    steps = max(1, (len(value) - 1).bit_length())
-    steps = min(steps, len(amount))
-    value = Cat(value, Const(0, max(0, width + (1 << steps) - 1 - len(value))))
-    for bit in reversed(range(steps)):
-        step = 1 << bit
-        keep = width + step - 1
-        value = Mux(amount[bit], value[step:step + keep], value[:keep])
-    return value[:width]
+        picked = Mux(index[select_width:] == 0, picked, 0)
+    return picked
 
 
 class HuffmanDecoder(_HuffmanBlock):
@@ -472,7 +448,7 @@ class HuffmanDecoder(_HuffmanBlock):
         m.submodules.queue = queue = WordQueue(word_width=W)
         wiring.connect(m, wiring.flipped(self.i), queue.i)
         head = queue.head
-        bits = Cat(_frame_order(head.data), _frame_order(queue.after.data))
+        bits = Cat(frame_order(head.data), frame_order(queue.after.data))
         limits = [Signal(L + 1, name=f"limit{length}") for length in range(16)]
         m.d.comb += [limit.eq(entry.limit) for limit, entry in zip(limits, bank_entries(bank))]
         slot_layout = data.StructLayout({
@@ -508,26 +484,12 @@ class HuffmanDecoder(_HuffmanBlock):
         advance = Signal()           # every stage after the loop moves
         m.d.comb += advance.eq(~self.o.valid | self.o.ready)
 
-        # The first slot that ends a frame (plain expressions, no m.If: no X at time 0).
-        found, end_slot_value, end_pos_value, fault_value = 0, 0, 0, 0
-        for index in reversed(range(Q)):
-            ends = slots[index].valid & slots[index].end
-            found = ends | found
-            end_slot_value = Mux(ends, index, end_slot_value)
-            end_pos_value = Mux(ends, index * W + slots[index].bits, end_pos_value)
-            fault_value = Mux(ends, slots[index].fault, fault_value)
-        end_known, end_slot = Signal(), Signal(range(Q))
-        end_pos, end_fault = Signal(pos_width), Signal()
-        m.d.comb += [end_known.eq(found), end_slot.eq(end_slot_value),
-                     end_pos.eq(end_pos_value), end_fault.eq(fault_value)]
+        # The first slot that ends a frame, and where the frame's bits end.
+        end_known, end_slot, end_pos, end_fault = frame_end(m, slots, W, pos_width)
 
         start = Signal(range(W))
-        ready_value = 1
-        for index in reversed(range(Q)):
-            touched = (start + L * N > index * W) if index else Const(1)
-            ready_value = (~touched | slots[index].valid) & (slots[index].end | ready_value)
         ready = Signal()
-        m.d.comb += ready.eq(slots[0].valid & ready_value)
+        m.d.comb += ready.eq(slots[0].valid & window_ready(slots, start, L * N, W))
         step = Signal()
         m.d.comb += step.eq(ready & advance)
 
@@ -590,7 +552,7 @@ class HuffmanDecoder(_HuffmanBlock):
         ctrl = {"valid": step, "done": done, "end_known": end_known, "end_pos": end_pos,
                 "fault": end_fault, "bank": slots[0].bank}
         ctrl = {key: stage(f"group_{key}", value) for key, value in ctrl.items()}
-        window_bits = stage("group_bits", Cat(*[_frame_order(slot.data) for slot in slots[:T]]))
+        window_bits = stage("group_bits", Cat(*[frame_order(slot.data) for slot in slots[:T]]))
         lanes = [{"at": stage(f"group_at{lane}", chain[lane]),
                   "length": stage(f"group_length{lane}", code_lengths[lane]),
                   "bad": stage(f"group_bad{lane}", code_bad[lane])} for lane in range(N)]
@@ -604,7 +566,7 @@ class HuffmanDecoder(_HuffmanBlock):
             present = ~ctrl["end_known"] | (room > 0)
             good = present & ~fields["bad"] & (~ctrl["end_known"] | (room >= length))
             new_lanes.append({
-                "window": stage(f"cut_window{lane}", _bits_at(window_bits, at, L)[::-1]),
+                "window": stage(f"cut_window{lane}", bits_at(window_bits, at, L)[::-1]),
                 "length": stage(f"cut_length{lane}", length),
                 "present": stage(f"cut_present{lane}", present),
                 "good": stage(f"cut_good{lane}", good)})
@@ -615,11 +577,7 @@ class HuffmanDecoder(_HuffmanBlock):
 
         # The beat: symbols up to the first lane that is not good; the frame ends there,
         # with an error unless that lane is past the frame's end in a frame with no fault.
-        run, count, error = 1, 0, 0
-        for fields in lanes:
-            error = error | (run & ~fields["good"] & fields["present"])
-            run = run & fields["good"]
-            count = count + run
+        run, count, error = beat_run(lanes)
         beat_count = Signal(range(N + 1))
         beat_last = Signal()
         beat_error = Signal()
@@ -628,12 +586,8 @@ class HuffmanDecoder(_HuffmanBlock):
             beat_last.eq(ctrl["done"] | ~run),
             beat_error.eq(Mux(ctrl["done"], ctrl["fault"] | error, error)),
         ]
-        dropping = Signal()            # the frame's last beat has gone: drop the rest
-        with m.If(advance & ctrl["valid"]):
-            with m.If(ctrl["done"]):
-                m.d.sync += dropping.eq(0)
-            with m.Elif(~dropping & beat_last):
-                m.d.sync += dropping.eq(1)
+        # the frame's last beat has gone: drop the rest
+        dropping = drop_after_last(m, advance, ctrl["valid"], ctrl["done"], beat_last)
         offsets = bank_entries(ctrl["bank"])
         for fields, read in zip(lanes, table_reads):
             code = fields["window"] >> (L - fields["length"])[:4]

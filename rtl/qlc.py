@@ -30,11 +30,13 @@ from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import data, wiring
 
 from ..golden.qlc import QlcCode
-from .bitpack import BitPacker, concatenation_tree
+from .bitpack import (BitPacker, bits_at, concatenation_tree, frame_order, mux_tree,
+                      pipeline_stage)
 from .block import LanedBlock, decoder_signature, encoder_signature
 from .payload import check_lanes
 from .payload import config_write_layout
 from .table import ConfigRegisters, ConfigTable
+from .window import beat_run, drop_after_last, frame_end, window_ready
 
 __all__ = [
     "MAX_CODE_LENGTH", "AREA_BASE", "area_layout", "config_layout", "default_word_width",
@@ -199,12 +201,7 @@ class QlcEncoder(_QlcBlock):
         step = packer.i.ready             # a register: every stage moves while it is high
         m.d.comb += self.i.ready.eq(step)
 
-        def stage(name, shape, value):
-            """A pipeline register loaded from ``value`` while the pipeline moves."""
-            register = Signal(shape, name=name)
-            with m.If(step):
-                m.d.sync += register.eq(value)
-            return register
+        stage = pipeline_stage(m, step)
 
         # 1: the table read; the beat's count (clamped) and last travel beside it.
         for lane in range(lanes):
@@ -282,45 +279,15 @@ class QlcEncoder(_QlcBlock):
 _MIN_CODE_LENGTH = 3
 
 
-def _frame_order(word):
-    """A word's bits in frame order: bit ``i`` is the word's ``i``-th bit on the wire (the
-    wire sends the MSB first), so a window of words is one vector, first bit at 0."""
-    from amaranth.hdl import Value
-
-    return Value.cast(word)[::-1]
-
-
 def _pick(m, candidates, index, width, name):
     """``candidates[index]`` as a ``width``-bit mux (``None`` candidates are 0). Where it
     matters ``index`` is in range; elsewhere (a loop that does not step) it gives 0,
     never X."""
-    from amaranth.hdl import Const
-
     picked = Signal(width, name=name)
-    select_width = max(1, (len(candidates) - 1).bit_length())
-    candidates = candidates + [None] * ((1 << select_width) - len(candidates))
-    level = [Const(0, width) if candidate is None else candidate[:width]
-             for candidate in candidates]
-    for bit in range(select_width):
-        level = [Mux(index[bit], high, low) for low, high in zip(level[0::2], level[1::2])]
-    m.d.comb += picked.eq(level[0])
+    m.d.comb += picked.eq(mux_tree(
+        [None if candidate is None else candidate[:width] for candidate in candidates],
+        index, width))
     return picked
-
-
-def _bits_at(value, amount, width, reach):
-    """``value[amount:amount + width]`` (0 past its end) for ``0 <= amount <= reach``: a
-    shifter that takes its largest step first, so each stage keeps only the bits that the
-    later ones can still reach (a ``>>`` would shift the whole vector at every stage)."""
-    from amaranth.hdl import Cat, Const, Value
-
-    steps = max(1, reach.bit_length())
-    value = Value.cast(value)
-    value = Cat(value, Const(0, max(0, width + (1 << steps) - 1 - len(value))))
-    for bit in reversed(range(steps)):
-        step = 1 << bit
-        keep = width + step - 1
-        value = Mux(amount[bit], value[step:step + keep], value[:keep])
-    return value[:width]
 
 
 class QlcDecoder(_QlcBlock):
@@ -470,7 +437,7 @@ class QlcDecoder(_QlcBlock):
         # excess 0 .. 8 * level. Level 1: the suffix width of the area x's prefix names;
         # level 2l: excess[x] + excess[x + 3l + excess[x]] (a mux the excess selects, no
         # subtraction). The targets are relative to the head word's first bit.
-        bits = Cat(_frame_order(head.data), _frame_order(queue.after.data))
+        bits = Cat(frame_order(head.data), frame_order(queue.after.data))
         excess = []
         for position in range(W + MAX_CODE_LENGTH * (M - 1)):
             read = area_table(f"length{position}", whole=False)
@@ -533,22 +500,8 @@ class QlcDecoder(_QlcBlock):
         idle = {"targets": [position + _MIN_CODE_LENGTH * M for position in range(W)]}
         slots = [Signal(slot_layout, name=f"slot{index}", init=idle) for index in range(Q)]
 
-        # The first slot that ends a frame. (Combinational logic here is written as plain
-        # expressions, never under ``m.If``: an event-driven simulator then evaluates it
-        # at time 0 too, and no X lingers in it.)
-        end_known = Signal()
-        end_slot = Signal(range(Q))
-        end_pos = Signal(pos_width)                   # where the frame's bits end
-        end_fault = Signal()
-        found, slot_index, position, fault = 0, 0, 0, 0
-        for index in reversed(range(Q)):
-            ends = slots[index].valid & slots[index].end
-            found = ends | found
-            slot_index = Mux(ends, index, slot_index)
-            position = Mux(ends, index * W + slots[index].bits, position)
-            fault = Mux(ends, slots[index].fault, fault)
-        m.d.comb += [end_known.eq(found), end_slot.eq(slot_index), end_pos.eq(position),
-                     end_fault.eq(fault)]
+        # The first slot that ends a frame, and where the frame's bits end.
+        end_known, end_slot, end_pos, end_fault = frame_end(m, slots, W, pos_width)
 
         # -- the loop: the bit position where the next group starts -------------------------
         start = Signal(pos_width)
@@ -560,13 +513,8 @@ class QlcDecoder(_QlcBlock):
 
         # The slots the group touches (bits start .. start + span - 1) hold their words,
         # or the frame ends before the first that does not.
-        window_ready = 1
-        for index in reversed(range(Q)):
-            touched = start + span > index * W if index else 1
-            window_ready = (~touched | slots[index].valid) & (
-                slots[index].end | window_ready)
         ready = Signal()
-        m.d.comb += ready.eq(window_ready)
+        m.d.comb += ready.eq(window_ready(slots, start, span, W))
 
         def target(position):
             slot, offset = divmod(position, W)
@@ -651,7 +599,7 @@ class QlcDecoder(_QlcBlock):
         ctrl = {"valid": step | done, "done": done, "end_known": end_known,
                 "end_pos": end_pos, "fault": end_fault, "group_end": group_end}
         ctrl = {key: stage(f"group_{key}", value) for key, value in ctrl.items()}
-        window_bits = stage("group_bits", Cat(*[_frame_order(slot.data) for slot in slots]))
+        window_bits = stage("group_bits", Cat(*[frame_order(slot.data) for slot in slots]))
         subs = [stage(f"group_jump{index}", at) for index, at in enumerate(jumps[:S])]
 
         def forward(name, values):
@@ -660,7 +608,7 @@ class QlcDecoder(_QlcBlock):
         # Each jump's codes, aligned to its first code.
         segment_width = MAX_CODE_LENGTH * M
         segments = forward("segment", [
-            _bits_at(window_bits, at, segment_width, last_start + MAX_CODE_LENGTH * M * index)
+            bits_at(window_bits, at, segment_width, last_start + MAX_CODE_LENGTH * M * index)
             for index, at in enumerate(subs)])
         subs = forward("segment_at", subs)
         ctrl = {key: stage(f"segment_{key}", value) for key, value in ctrl.items()}
@@ -673,7 +621,7 @@ class QlcDecoder(_QlcBlock):
                 codes = [segment[:MAX_CODE_LENGTH] for segment in segments]
             else:
                 codes = forward(f"code{i}_", [
-                    _bits_at(segment, offset, MAX_CODE_LENGTH, MAX_CODE_LENGTH * i)
+                    bits_at(segment, offset, MAX_CODE_LENGTH, MAX_CODE_LENGTH * i)
                     for segment, offset in zip(segments, offsets)])
                 segments = forward(f"code{i}_segment", segments)
                 subs = forward(f"code{i}_at", subs)
@@ -715,13 +663,7 @@ class QlcDecoder(_QlcBlock):
 
         # The beat: symbols up to the first lane that is not good; the frame ends there,
         # with an error unless that lane is past the frame's end in a frame with no fault.
-        run = 1
-        count = 0
-        error = 0
-        for lane in lanes:
-            error = error | (run & ~lane["good"] & lane["present"])
-            run = run & lane["good"]
-            count = count + run
+        run, count, error = beat_run(lanes)
         frame_over = ctrl["end_known"] & (ctrl["group_end"] >= ctrl["end_pos"])
         # (``done`` with no beat sent yet: the frame was empty.)
         beat_count = Signal(range(N + 1))
@@ -732,12 +674,8 @@ class QlcDecoder(_QlcBlock):
             beat_last.eq(ctrl["done"] | ~run | (frame_over & ~ctrl["fault"])),
             beat_error.eq(Mux(ctrl["done"], ctrl["fault"], ~run & (error | ctrl["fault"]))),
         ]
-        dropping = Signal()            # the frame's last beat has gone: drop the rest
-        with m.If(advance & ctrl["valid"]):
-            with m.If(ctrl["done"]):
-                m.d.sync += dropping.eq(0)
-            with m.Elif(~dropping & beat_last):
-                m.d.sync += dropping.eq(1)
+        # the frame's last beat has gone: drop the rest
+        dropping = drop_after_last(m, advance, ctrl["valid"], ctrl["done"], beat_last)
         for lane, read in zip(lanes, table.read):
             suffix = lane["field"] >> (8 - lane["suffix_bits"])[:4]
             m.d.comb += [read.addr.eq((lane["base"] + suffix)[:8]), read.en.eq(advance)]
