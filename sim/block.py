@@ -43,6 +43,14 @@ class BlockDescription:
     #: decoder of words on ``i`` into symbol beats on ``o``, whose tables have ``encode``
     #: and ``decode`` as :func:`linkcodec.golden.words.decode_words` takes them.
     fuzzable = False
+    #: Whether the block promises that its inputs' ``ready`` never depends on its
+    #: outputs' ``ready`` in the same cycle (no combinational path from one to the other),
+    #: as every codec block does; the contract suite checks it where promised.
+    ready_independent = False
+    #: For an encoder that cannot yet drive its own decoder directly, why (a known
+    #: limit, documented; the contract suite expects that pair to fail until it is
+    #: mended); None when it can.
+    pair_limit = None
     #: The fewest symbols a cycle, per lane, the block promises with no stalls on real
     #: data (the contract suite checks it; README and docs quote it).
     min_symbols_per_lane = 0.99

@@ -26,7 +26,10 @@ lane counts too large for ``make test``. A block defined anywhere else joins by
 - :func:`check_bad_words`: differential fuzzing (:mod:`linkcodec.sim.fuzz`) of the blocks
   that can be fuzzed;
 - :func:`check_reset_mid_stream`: reset in the middle of traffic, with no table loaded
-  again afterwards: the next frames come out bit-exact (tables keep what was loaded).
+  again afterwards: the next frames come out bit-exact (tables keep what was loaded);
+- :func:`check_ready_independence`: where a block promises it (``ready_independent``),
+  its inputs' ``ready`` reads the same with its outputs' ``ready`` low and high, every
+  cycle, in Amaranth's own simulator.
 """
 
 import numpy as np
@@ -43,6 +46,7 @@ __all__ = [
     "check_count_clamp",
     "check_latency",
     "check_parameters",
+    "check_ready_independence",
     "check_reset_mid_stream",
     "check_round_trip",
     "check_throughput",
@@ -226,3 +230,66 @@ def check_reset_mid_stream(block, lanes, *, pattern, seed, cycles=None):
         _fail(block, lanes, seed, f"after a reset at cycle {cycles} (pattern {pattern}): "
                                   f"{first_mismatch(result)}")
     return result
+
+
+def check_ready_independence(block, lanes, *, seed, cycles=400):
+    """In Amaranth's simulator, with the block's own golden input beats offered on every
+    input port and the outputs stalled in long runs: in every cycle each input port's
+    ``ready`` reads the same with every output ``ready`` low and high. Returns how many
+    cycles an input was held back (so a caller can see backpressure reached the input)."""
+    import random
+
+    from amaranth.sim import Simulator
+
+    from ..rtl.payload import pack
+
+    rng = random.Random(seed)
+    top = np.iinfo(np.dtype(block.symbol_dtype)).max
+    frames = [np.random.default_rng(seed).integers(0, top + 1, 40 * lanes)
+              .astype(block.symbol_dtype) for _ in range(4)]
+    tables = block.example_tables()
+    word_width = block.default_word_width(lanes)
+    component = block.build(lanes=lanes, tables=tables)
+    in_layouts, out_layouts = stream_ports(component)
+    beats = {port: [] for port in in_layouts if port not in block.config_ports}
+    for frame in frames:
+        inputs, _ = block.frame_io(frame, lanes=lanes, word_width=word_width, tables=tables)
+        for port, port_beats in inputs.items():
+            beats[port] += [pack(in_layouts[port], beat) for beat in port_beats]
+    seen = {"held": 0, "broken": None}
+
+    async def bench(ctx):
+        sent = {port: 0 for port in beats}
+        for cycle in range(cycles):
+            for port, port_beats in beats.items():
+                stream_port = getattr(component, port)
+                more = sent[port] < len(port_beats)
+                ctx.set(stream_port.valid, int(more))
+                if more:
+                    ctx.set(stream_port.payload.as_value(), port_beats[sent[port]])
+            readies = []
+            for level in (0, 1):
+                for port in out_layouts:
+                    ctx.set(getattr(component, port).ready, level)
+                readies.append([ctx.get(getattr(component, port).ready) for port in beats])
+            if readies[0] != readies[1] and seen["broken"] is None:
+                seen["broken"] = cycle
+            taking = cycle % 100 >= 60 or rng.random() < 0.3
+            for port in out_layouts:
+                ctx.set(getattr(component, port).ready, int(taking))
+            for port in beats:
+                stream_port = getattr(component, port)
+                if ctx.get(stream_port.valid) and ctx.get(stream_port.ready):
+                    sent[port] += 1
+                elif ctx.get(stream_port.valid):
+                    seen["held"] += 1
+            await ctx.tick()
+
+    simulator = Simulator(component)
+    simulator.add_clock(1e-8)
+    simulator.add_testbench(bench)
+    simulator.run()
+    if seen["broken"] is not None:
+        _fail(block, lanes, seed, f"an input's ready changed with the outputs' ready in "
+                                  f"cycle {seen['broken']}")
+    return seen["held"]

@@ -27,6 +27,7 @@ def wire_words(frame, table, word_width):
 
 
 class _ExponentBlock(BlockDescription):
+    ready_independent = True
     lanes = LANES
     symbol_dtype = np.uint16
     config_ports = ("i_config",)
@@ -76,6 +77,10 @@ class ExponentRemapEncoderBlock(_ExponentBlock):
     name = "exponent-encoder"
     module = "linkcodec_exponent_encoder"
     component = ExponentRemapEncoder
+    pair_limit = ("the escapes packer holds a full word until it knows whether the word "
+                  "ends the frame, while the decoder needs that word's escapes for its "
+                  "next beat: wired straight together they deadlock (docs/exponent.md, "
+                  "'Known limits'; issue 15 changes the wire format to mend it)")
 
     def frame_io(self, frame, *, lanes, word_width, tables):
         values, escapes = wire_words(frame, tables, word_width)

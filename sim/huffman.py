@@ -18,6 +18,7 @@ __all__ = ["HuffmanEncoderBlock", "HuffmanDecoderBlock"]
 
 
 class _HuffmanBlock(BlockDescription):
+    ready_independent = True
     config_ports = ("i_config",)
     component = None          # HuffmanEncoder or HuffmanDecoder
     table = None              # "encoder" or "decoder": which tables config_writes loads

@@ -27,6 +27,7 @@ class PairDescription(BlockDescription):
             [pair_port_name(port, "encoder") for port in encoder.config_ports]
             + [pair_port_name(port, "decoder") for port in decoder.config_ports])
         self.sim_options = encoder.sim_options
+        self.pair_limit = encoder.pair_limit
 
     def default_word_width(self, lanes):
         return self.encoder.default_word_width(lanes)

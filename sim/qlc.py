@@ -16,6 +16,7 @@ __all__ = ["QlcEncoderBlock", "QlcDecoderBlock"]
 
 
 class _QlcBlock(BlockDescription):
+    ready_independent = True
     config_ports = ("i_config",)
     component = None          # QlcEncoder or QlcDecoder
     table = None              # "encoder" or "decoder": which table config_writes loads
