@@ -5,8 +5,9 @@
 stable and says what it is: ``linkcodec_qlc_decoder_l4`` for the 4-lane QLC decoder,
 ``_w<W>`` added where the word width is not the default, ``_axis`` with
 ``--axi-stream``. Without ``--lanes`` the block gets its fewest lanes (1; 4 for the
-exponent blocks), as ``linkcodec sim`` does. The block holds its default reset-time
-tables (QLC: the base code); every table loads at run time through the config port.
+exponent blocks), as ``linkcodec sim`` does. The block holds its default tables from
+elaboration (QLC: the base code); every table loads at run time through the config port,
+and a reset keeps what was loaded.
 
 Plain blocks have one clock, ``clk``, and a synchronous, active-high reset, ``rst``; every
 stream port is ``<port>__valid``, ``<port>__ready`` and ``<port>__payload`` (layouts in
@@ -40,8 +41,9 @@ WAIVERS = [
      "Amaranth writes the block's submodules into the same file, named <module>.<sub>, so "
      "only the top module matches the file name."),
     ("PROCASSINIT",
-     "A register carries its reset value as a declaration initialiser (the FPGA power-up "
-     "value) and is also reset synchronously by rst (aresetn); both are intended."),
+     "A register carries its initial value as a declaration initialiser (the FPGA power-up "
+     "value); stream registers are also reset synchronously by rst (aresetn), table "
+     "registers are not (reset never touches a table); both are intended."),
 ]
 
 

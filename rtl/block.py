@@ -2,7 +2,7 @@
 
 :class:`LanedBlock` holds what every block's constructor does alike: check ``lanes``
 against the lane counts the block takes, default and check ``word_width``, check the
-reset-time tables, and only then build the signature. A block refused there (``TypeError``
+elaboration-time tables, and only then build the signature. A block refused there (``TypeError``
 or ``ValueError``) never existed as far as Amaranth is concerned, so it is not reported
 later as an unused elaboratable.
 """
@@ -41,7 +41,7 @@ class LanedBlock(wiring.Component):
     ``signature(lanes, word_width)`` builds the block's signature once ``lanes`` is one of
     ``allowed_lanes``, ``word_width`` (``default_word_width(lanes)`` when None) is a
     positive multiple of 8, and ``check(lanes, word_width)`` has returned the block's
-    reset-time tables (:attr:`reset_tables`); ``check`` raises ``TypeError`` or
+    elaboration-time tables (:attr:`tables`); ``check`` raises ``TypeError`` or
     ``ValueError`` on anything else the block cannot take.
     """
 
@@ -51,7 +51,7 @@ class LanedBlock(wiring.Component):
             self._lanes = check_lanes(lanes, allowed_lanes)
             self._word_width = check_word_width(
                 default_word_width(lanes) if word_width is None else word_width)
-            self._reset_tables = check(self._lanes, self._word_width)
+            self._initial_tables = check(self._lanes, self._word_width)
         except (TypeError, ValueError):
             # A block refused at construction is not an unused block: no warning later.
             self._MustUse__silence = True
@@ -67,6 +67,9 @@ class LanedBlock(wiring.Component):
         return self._word_width
 
     @property
-    def reset_tables(self):
-        """The tables the block holds at reset (given at construction)."""
-        return self._reset_tables
+    def tables(self):
+        """The tables the block holds from elaboration (at power-up on an FPGA) until
+        others are loaded through its config port: the ``tables=`` every block's
+        constructor takes. A reset does not bring them back (tables keep what was last
+        loaded)."""
+        return self._initial_tables

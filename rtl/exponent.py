@@ -89,12 +89,15 @@ def config_writes(table):
 
 
 class _ExponentBlock(LanedBlock):
-    def __init__(self, signature, *, lanes, word_width, table):
+    def __init__(self, signature, *, lanes, word_width, tables):
         def check(lanes, word_width):
             if word_width < VALUE_BITS * lanes:
                 raise ValueError(f"word_width must be at least {VALUE_BITS} * lanes = "
                                  f"{VALUE_BITS * lanes}, not {word_width}")
-            return _check_table(table)
+            if tables is not None and not isinstance(tables, ExponentTable):
+                raise TypeError(f"tables must be an ExponentTable, not "
+                                f"{type(tables).__name__}")
+            return _check_table(tables)
 
         super().__init__(signature, lanes=lanes, word_width=word_width,
                          default_word_width=default_word_width, allowed_lanes=LANES,
@@ -105,7 +108,7 @@ class _ExponentBlock(LanedBlock):
         """The :class:`ExponentTable` the registers hold from elaboration (at power-up on
         an FPGA) until one is loaded through ``i_config``; a reset does not bring it
         back."""
-        return self.reset_tables
+        return self.tables
 
     def _table_registers(self, m):
         """The 7 exponent registers, loaded through ``i_config`` (always ready)."""
@@ -160,13 +163,13 @@ class ExponentRemapEncoder(_ExponentBlock):
     power-up contents, so load every table after power-up there.
     """
 
-    def __init__(self, *, lanes=4, word_width=None, table=None):
+    def __init__(self, *, lanes=4, word_width=None, tables=None):
         super().__init__(lambda lanes, width: {
             "i": In(stream.Signature(symbol_layout(lanes, width=_SYMBOL_BITS))),
             "o": Out(stream.Signature(word_layout(width))),
             "o_escapes": Out(stream.Signature(word_layout(width))),
             "i_config": In(stream.Signature(config_layout)),
-        }, lanes=lanes, word_width=word_width, table=table)
+        }, lanes=lanes, word_width=word_width, tables=tables)
 
     @property
     def latency(self):
@@ -301,14 +304,14 @@ class ExponentRemapDecoder(_ExponentBlock):
     flop has no defined power-up contents, so load every table after power-up there.
     """
 
-    def __init__(self, *, lanes=4, word_width=None, table=None):
+    def __init__(self, *, lanes=4, word_width=None, tables=None):
         super().__init__(lambda lanes, width: {
             "i": In(stream.Signature(word_layout(width))),
             "i_escapes": In(stream.Signature(word_layout(width))),
             "o": Out(stream.Signature(symbol_layout(lanes, width=_SYMBOL_BITS,
                                                     error=True))),
             "i_config": In(stream.Signature(config_layout)),
-        }, lanes=lanes, word_width=word_width, table=table)
+        }, lanes=lanes, word_width=word_width, tables=tables)
 
     @property
     def latency(self):

@@ -163,17 +163,22 @@ def config_writes(codebook, *, block, switch=True):
 
 
 class _HuffmanBlock(LanedBlock):
-    def __init__(self, signature, *, lanes, word_width, codebook, allowed):
+    def __init__(self, signature, *, lanes, word_width, tables, allowed):
+        def check(lanes, word_width):
+            if tables is not None and not isinstance(tables, HuffmanCodebook):
+                raise TypeError(f"tables must be a HuffmanCodebook, not "
+                                f"{type(tables).__name__}")
+            return check_codebook(default_codebook() if tables is None else tables)
+
         super().__init__(signature, lanes=lanes, word_width=word_width,
                          default_word_width=default_word_width, allowed_lanes=allowed,
-                         check=lambda lanes, word_width: check_codebook(
-                             default_codebook() if codebook is None else codebook))
+                         check=check)
 
     @property
     def codebook(self):
         """The codebook both banks hold from elaboration (at power-up on an FPGA) until
         one is loaded through ``i_config``; a reset does not bring it back."""
-        return self.reset_tables
+        return self.tables
 
     def _table(self, m, name, *, shape, init, read_ports, idle_bank, hit, index):
         """A two-bank table (bank in the top address bit) with registered reads, whose
@@ -254,9 +259,9 @@ class HuffmanEncoder(_HuffmanBlock):
     load every table after power-up there.
     """
 
-    def __init__(self, *, lanes=1, word_width=None, codebook=None):
+    def __init__(self, *, lanes=1, word_width=None, tables=None):
         super().__init__(encoder_signature(config_layout), lanes=lanes,
-                         word_width=word_width, codebook=codebook, allowed=(1, 2, 4, 8))
+                         word_width=word_width, tables=tables, allowed=(1, 2, 4, 8))
 
     @property
     def latency(self):
@@ -394,9 +399,9 @@ class HuffmanDecoder(_HuffmanBlock):
     flop has no defined power-up contents, so load every table after power-up there.
     """
 
-    def __init__(self, *, lanes=1, word_width=None, codebook=None):
+    def __init__(self, *, lanes=1, word_width=None, tables=None):
         super().__init__(decoder_signature(config_layout), lanes=lanes,
-                         word_width=word_width, codebook=codebook, allowed=(1, 2, 4))
+                         word_width=word_width, tables=tables, allowed=(1, 2, 4))
 
     @property
     def touched_words(self):

@@ -99,21 +99,21 @@ def _check_code(code):
     if code is None:
         return QlcCode.base()
     if not isinstance(code, QlcCode):
-        raise TypeError(f"code must be a QlcCode, not {type(code).__name__}")
+        raise TypeError(f"tables must be a QlcCode, not {type(code).__name__}")
     return code
 
 
 class _QlcBlock(LanedBlock):
-    def __init__(self, signature, *, lanes, word_width, code):
+    def __init__(self, signature, *, lanes, word_width, tables):
         super().__init__(signature, lanes=lanes, word_width=word_width,
                          default_word_width=default_word_width,
-                         check=lambda lanes, word_width: _check_code(code))
+                         check=lambda lanes, word_width: _check_code(tables))
 
     @property
     def code(self):
         """The code the tables hold from elaboration (at power-up on an FPGA) until one
         is loaded through ``i_config``; a reset does not bring it back."""
-        return self.reset_tables
+        return self.tables
 
     def _tables(self, m, table_init):
         """The table memory (one registered read port per lane) and the area registers,
@@ -180,9 +180,9 @@ class QlcEncoder(_QlcBlock):
     has no defined power-up contents, so load every table after power-up there.
     """
 
-    def __init__(self, *, lanes=1, word_width=None, code=None):
+    def __init__(self, *, lanes=1, word_width=None, tables=None):
         super().__init__(encoder_signature(config_layout), lanes=lanes,
-                         word_width=word_width, code=code)
+                         word_width=word_width, tables=tables)
 
     @property
     def latency(self):
@@ -310,7 +310,7 @@ class QlcDecoder(_QlcBlock):
 
     Latency (cycles from a word's transfer to the first output transfer that carries
     something of it, no stalls): :attr:`latency`, for a word that starts a frame with the
-    next word right behind it; 8, 9, 11 and 15 cycles at 1, 2, 4 and 8 lanes and the
+    next word right behind it; 8, 9, 11, 16 and 25 cycles at 1, 2, 4, 8 and 16 lanes and the
     default word width (the queue and the jump targets want the next word; the lanes
     inside a jump take 2 cycles each). Throughput ``lanes`` symbols a cycle while codes
     average at most ``word_width / lanes`` bits (less a few cycles at each frame end). A
@@ -335,9 +335,9 @@ class QlcDecoder(_QlcBlock):
     flop has no defined power-up contents, so load every table after power-up there.
     """
 
-    def __init__(self, *, lanes=1, word_width=None, code=None):
+    def __init__(self, *, lanes=1, word_width=None, tables=None):
         super().__init__(decoder_signature(config_layout), lanes=lanes,
-                         word_width=word_width, code=code)
+                         word_width=word_width, tables=tables)
 
     @property
     def jump(self):

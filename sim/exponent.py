@@ -67,7 +67,7 @@ class _ExponentBlock(BlockDescription):
         return table, {"table": kind, "exponents": [int(e) for e in table.exponents]}
 
     def build(self, *, lanes, word_width=None, tables=None):
-        return self.component(lanes=lanes, word_width=word_width, table=tables)
+        return self.component(lanes=lanes, word_width=word_width, tables=tables)
 
     def config_writes(self, tables):
         return {"i_config": config_writes(tables)}

@@ -59,7 +59,7 @@ class _HuffmanBlock(BlockDescription):
         return book, {"codebook": book.id}
 
     def build(self, *, lanes, word_width=None, tables=None):
-        return self.component(lanes=lanes, word_width=word_width, codebook=tables)
+        return self.component(lanes=lanes, word_width=word_width, tables=tables)
 
     def config_writes(self, tables):
         return {"i_config": config_writes(tables, block=self.table)}

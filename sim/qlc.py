@@ -64,7 +64,7 @@ class _QlcBlock(BlockDescription):
         return code, {"layout": layout}
 
     def build(self, *, lanes, word_width=None, tables=None):
-        return self.component(lanes=lanes, word_width=word_width, code=tables)
+        return self.component(lanes=lanes, word_width=word_width, tables=tables)
 
     def config_writes(self, tables):
         return {"i_config": config_writes(tables, block=self.table)}

@@ -64,7 +64,7 @@ class _XorBlock(LanedBlock):
                                                            0 if tables is None else tables))
 
     def _key(self, m):
-        m.submodules.key = key = ConfigRegisters(shape=8, depth=1, init=[self.reset_tables],
+        m.submodules.key = key = ConfigRegisters(shape=8, depth=1, init=[self.tables],
                                                  config_layout=CONFIG)
         m.d.comb += [self.i_config.ready.eq(1), key.config.valid.eq(self.i_config.valid),
                      key.config.payload.eq(self.i_config.payload)]
@@ -226,7 +226,7 @@ def test_the_contract_suite_catches_a_broken_made_up_block(registered, seed):
 
     class ForgetfulDecoder(XorDecoder):
         def _key(self, m):                        # a key register that reset clears
-            key = Signal(8, init=self.reset_tables)
+            key = Signal(8, init=self.tables)
             m.d.comb += self.i_config.ready.eq(1)
             with m.If(self.i_config.valid):
                 m.d.sync += key.eq(self.i_config.payload.data)
