@@ -50,7 +50,7 @@ from .table import ConfigRegisters, ConfigTable
 from .window import beat_run, drop_after_last, frame_end, window_ready
 
 __all__ = [
-    "MAX_CODE_LENGTH", "SWITCH_ADDR", "LENGTH_BASE", "code_entry_layout",
+    "MAX_CODE_LENGTH", "MIN_DECODER_WORD_WIDTH", "SWITCH_ADDR", "LENGTH_BASE", "code_entry_layout",
     "length_entry_layout", "config_layout", "default_word_width", "default_codebook",
     "check_codebook", "config_writes", "switch_write", "HuffmanEncoder", "HuffmanDecoder",
 ]
@@ -73,6 +73,11 @@ LENGTH_BASE = 256
 
 #: A write here asks for a bank switch at the next frame boundary.
 SWITCH_ADDR = 511
+
+
+#: The narrowest word the decoder takes: its prepare stage reads the ``MAX_CODE_LENGTH``
+#: bits at every bit position of the head word from that word and the next one alone.
+MIN_DECODER_WORD_WIDTH = 16
 
 
 def default_word_width(lanes):
@@ -163,8 +168,12 @@ def config_writes(codebook, *, block, switch=True):
 
 
 class _HuffmanBlock(LanedBlock):
-    def __init__(self, signature, *, lanes, word_width, tables, allowed):
+    def __init__(self, signature, *, lanes, word_width, tables, allowed, min_word_width=8):
         def check(lanes, word_width):
+            if word_width < min_word_width:
+                raise ValueError(f"word_width must be at least {min_word_width}, not "
+                                 f"{word_width}: {type(self).__name__} reads a code's "
+                                 f"{MAX_CODE_LENGTH} bits from a word and the one behind it")
             if tables is not None and not isinstance(tables, HuffmanCodebook):
                 raise TypeError(f"tables must be a HuffmanCodebook, not "
                                 f"{type(tables).__name__}")
@@ -349,7 +358,9 @@ class HuffmanDecoder(_HuffmanBlock):
     """Canonical Huffman decoder: ``word_width``-bit words in, up to ``lanes`` e4m3
     symbols a cycle out.
 
-    Parameters as :class:`HuffmanEncoder`, lanes 1, 2 or 4. Ports: ``i``
+    Parameters as :class:`HuffmanEncoder`, lanes 1, 2 or 4, and ``word_width`` at least
+    :data:`MIN_DECODER_WORD_WIDTH` (16: a code's 15 bits at any position of a word must
+    lie within it and the next word). Ports: ``i``
     (:func:`word_layout` words), ``o`` (:func:`symbol_layout` beats with ``error``),
     ``i_config`` (table writes and the bank switch, see the module docstring).
 
@@ -401,7 +412,8 @@ class HuffmanDecoder(_HuffmanBlock):
 
     def __init__(self, *, lanes=1, word_width=None, tables=None):
         super().__init__(decoder_signature(config_layout), lanes=lanes,
-                         word_width=word_width, tables=tables, allowed=(1, 2, 4))
+                         word_width=word_width, tables=tables, allowed=(1, 2, 4),
+                         min_word_width=MIN_DECODER_WORD_WIDTH)
 
     @property
     def touched_words(self):

@@ -72,6 +72,11 @@ class BlockDescription:
         block has no coded words)."""
         return None
 
+    def min_word_width(self, lanes):
+        """The narrowest coded word the block takes at ``lanes`` (8 unless it needs more;
+        ``None`` if the block has no coded words)."""
+        return None if self.default_word_width(lanes) is None else 8
+
     def default_tables(self):
         """The tables the block holds at reset unless told otherwise."""
         return None

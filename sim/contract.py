@@ -18,8 +18,9 @@ lane counts too large for ``make test``. A block defined anywhere else joins by
 - :func:`check_throughput`: symbols per cycle with no stalls, on given frames, at least
   the floor the block declares (``min_symbols_per_lane`` x lanes);
 - :func:`check_parameters`: lane counts the block does not take (the nearest on each
-  side), a word width that is not a multiple of 8 and tables of the wrong kind are
-  refused at construction, and the block's own defaults build;
+  side), a word width that is not a multiple of 8 or is narrower than the block's
+  narrowest, and tables of the wrong kind are refused at construction, and the block's
+  own defaults and narrowest words build;
 - :func:`check_count_clamp`: a symbol beat whose ``count`` is more than the lanes (the
   first such value, and the largest the field holds) is taken as ``lanes`` symbols, for
   every block that takes symbol beats;
@@ -87,12 +88,14 @@ def contract_frames(block, lanes, *, real=(), seed=0):
         block.prepare(frame) for frame in real]
 
 
-def check_round_trip(block, lanes, *, pattern, seed, real=(), tables=None):
+def check_round_trip(block, lanes, *, pattern, seed, real=(), tables=None, word_width=None):
     """``block`` on :func:`contract_frames` with ``tables`` (default: its example
-    tables) loaded at run time, idle and stalls by ``pattern``: bit-exact."""
+    tables) loaded at run time, idle and stalls by ``pattern``, at ``word_width``
+    (default: the block's): bit-exact."""
     tables = block.example_tables() if tables is None else tables
     result = run_frames(block, contract_frames(block, lanes, real=real, seed=seed),
-                        lanes=lanes, tables=tables, idle=pattern, stall=pattern, seed=seed)
+                        lanes=lanes, tables=tables, idle=pattern, stall=pattern, seed=seed,
+                        word_width=word_width)
     if not result["bit_exact"]:
         _fail(block, lanes, seed, f"pattern {pattern}: {first_mismatch(result)}")
     return result
@@ -153,6 +156,11 @@ def check_parameters(block):
     if default is not None:
         _refused(block, ValueError, lanes=allowed[0], word_width=default + 4)
         _refused(block, ValueError, lanes=allowed[0], word_width=0)
+        for lanes in allowed:                 # the narrowest word builds; 8 bits less not
+            narrowest = block.min_word_width(lanes)
+            if narrowest > 8:
+                _refused(block, ValueError, lanes=lanes, word_width=narrowest - 8)
+            Fragment.get(block.build(lanes=lanes, word_width=narrowest), None)
     if block.default_tables() is not None:
         _refused(block, TypeError, lanes=allowed[0], tables="the default")
     for lanes in (allowed[0], allowed[-1]):

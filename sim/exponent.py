@@ -10,7 +10,7 @@ stream on ``o`` / ``i`` and the escapes stream on ``o_escapes`` / ``i_escapes``.
 import numpy as np
 
 from ..golden.exponent import ExponentTable, table_from_histogram, table_from_tensor_sigma, wire_encode
-from ..rtl.exponent import (DEFAULT_TABLE, LANES, ExponentRemapDecoder, ExponentRemapEncoder,
+from ..rtl.exponent import (DEFAULT_TABLE, LANES, VALUE_BITS, ExponentRemapDecoder, ExponentRemapEncoder,
                             config_writes, default_word_width)
 from .beats import decoder_beats, frame_words, symbol_beats
 from .block import BlockDescription
@@ -35,6 +35,10 @@ class _ExponentBlock(BlockDescription):
 
     def default_word_width(self, lanes):
         return default_word_width(lanes)
+
+    def min_word_width(self, lanes):
+        """A beat's values, ``11 x lanes`` bits, in one word (rounded up to bytes)."""
+        return -(-VALUE_BITS * lanes // 8) * 8
 
     def default_tables(self):
         return DEFAULT_TABLE

@@ -9,7 +9,8 @@ its files: the average of the frames' PMFs, one batch a frame.
 import numpy as np
 
 from ..golden.huffman import HuffmanCodebook
-from ..rtl.huffman import (HuffmanDecoder, HuffmanEncoder, config_writes, default_codebook,
+from ..rtl.huffman import (MIN_DECODER_WORD_WIDTH, HuffmanDecoder, HuffmanEncoder,
+                           config_writes, default_codebook,
                            default_word_width)
 from .beats import decoder_beats, frame_words, symbol_beats
 from .block import BlockDescription
@@ -84,6 +85,9 @@ class HuffmanDecoderBlock(_HuffmanBlock):
     component = HuffmanDecoder
     table = "decoder"
     fuzzable = True
+
+    def min_word_width(self, lanes):
+        return MIN_DECODER_WORD_WIDTH
 
     def latency_frame(self, lanes):
         """``4 x lanes`` symbols: the words follow the first back to back."""

@@ -59,6 +59,32 @@ def test_round_trip(name, lanes, pattern, seed):
     assert result["symbols"] == sum(frame["symbols"] for frame in result["frames"]) > 0
 
 
+def other_word_widths(block):
+    """``(lanes, width)`` cases other than the default word width: the narrowest word at
+    the smallest lanes and at 8 lanes, and an odd number of bytes (the default plus 8)
+    at the smallest lanes."""
+    cases = set()
+    for lanes in sorted({min(block.lanes), 8} & set(block.lanes)):
+        cases.add((lanes, block.min_word_width(lanes)))
+    lanes = min(block.lanes)
+    cases.add((lanes, block.default_word_width(lanes) + 8))
+    return sorted((lanes, width) for lanes, width in cases
+                  if width != block.default_word_width(lanes))
+
+
+@pytest.mark.parametrize(("name", "lanes", "width"), [
+    case(name, lanes, width) for name, block in BLOCKS.items()
+    if block.default_word_width(min(block.lanes)) is not None
+    for lanes, width in other_word_widths(block)])
+def test_round_trip_at_other_word_widths(name, lanes, width, seed):
+    """Words of 8 bits (QLC, the Huffman encoder: a code spans words), of one beat's
+    values (exponent remap: 11 x lanes bits, rounded up to bytes), and of an odd number
+    of bytes."""
+    result = contract.check_round_trip(BLOCKS[name], lanes, pattern="bursty", seed=seed,
+                                       word_width=width)
+    assert result["word_width"] == width
+
+
 @pytest.mark.parametrize(("name", "lanes"), BLOCK_LANES)
 def test_latency_is_the_property(name, lanes):
     assert contract.check_latency(BLOCKS[name], lanes) > 0
