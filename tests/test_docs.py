@@ -118,3 +118,17 @@ def test_a_quoted_latency_is_the_property(page, block, lanes, quoted):
     assert quoted == latency(block, lanes), (
         f"{page} quotes {quoted} cycles for {block} at lanes {lanes}; its latency "
         f"property says {latency(block, lanes)}")
+
+
+def test_a_quoted_throughput_floor_is_the_declared_one():
+    """Every "at least X x lanes" / ">= X x lanes" the docs and README quote is the floor
+    the blocks declare and the contract suite asserts."""
+    floors = {block.min_symbols_per_lane for block in BLOCKS.values()}
+    quoted = []
+    for page in PAGES:
+        text = " ".join(page.read_text().split())
+        quoted += [(page.name, float(figure)) for figure in re.findall(
+            r"(?:>=|at least) `?(\d\.\d+) ?(?:x|\*|×) lanes", text)]
+    assert {"README.md", "huffman.md", "exponent.md"} <= {page for page, _ in quoted}
+    for page, figure in quoted:
+        assert figure in floors, f"{page} quotes {figure} x lanes; the blocks declare {floors}"
