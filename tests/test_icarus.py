@@ -16,76 +16,43 @@ from amaranth.hdl import Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from linkcodec.bundled import bundled_files
-from linkcodec.golden.exponent import ExponentTable
-from linkcodec.golden.huffman import HuffmanCodebook
-from linkcodec.golden.qlc import QlcCode, QlcLayout
+from linkcodec.bundled import bundled_bf16_files, bundled_files
 from linkcodec.sim.blocks import BLOCKS
+from linkcodec.sim.contract import contract_frames
 from linkcodec.sim.harness import XZValueError, first_mismatch, run_beats, run_frames
-
-LANES = 4
-IDLE, STALL = 0.3, 0.3
 
 pytestmark = pytest.mark.skipif(
     shutil.which("iverilog") is None,
     reason="Icarus Verilog (iverilog) is not installed; .ci/run installs it")
 
 
-def adapted_qlc_code():
-    """A code from a real activation PMF with the optimiser's layout (not the base one)."""
-    symbols = np.load(bundled_files("ffn2_act", layers=[0])[0]).reshape(-1)
-    code = QlcCode.from_pmf(np.bincount(symbols, minlength=256))
-    assert code.layout != QlcLayout.base()
-    return code
+def icarus_lanes(block):
+    """4 lanes where the block takes them (every block of today), else its fewest."""
+    return 4 if 4 in block.lanes else min(block.lanes)
 
 
-def real_huffman_codebook():
-    """The codebook `linkcodec codebook build` makes from a real activation tensor."""
-    symbols = np.load(bundled_files("ffn2_act", layers=[0])[0]).reshape(-1)
-    return HuffmanCodebook.from_batches([symbols])
-
-
-def exponent_table():
-    """An exponent table other than the reset-time one, with exponents 0 and 1 (those of
-    the small bit patterns below) and a few escaping."""
-    return ExponentTable((1, 0, 127, 126, 128, 125, 129))
-
-
-#: Tables each block loads at run time, other than its reset-time default. A new block
-#: adds its own here.
-RUNTIME_TABLES = {"qlc-encoder": adapted_qlc_code, "qlc-decoder": adapted_qlc_code,
-                  "huffman-encoder": real_huffman_codebook,
-                  "huffman-decoder": real_huffman_codebook,
-                  "exponent-encoder": exponent_table, "exponent-decoder": exponent_table}
-
-
-def stimulus_frames(dtype, lanes):
-    """Every 8-bit symbol, random and zero-heavy frames, real activations, and the odd
-    lengths: an empty frame, one symbol, a partial last beat."""
-    rng = np.random.default_rng(lanes)
-    real = np.load(bundled_files("ffn2_act", layers=[3])[0]).reshape(-1)[:1000]
-    return [np.asarray(frame).astype(dtype) for frame in [
-        np.arange(256),
-        rng.integers(0, 256, 400),
-        np.clip(np.abs(rng.normal(0, 6, 400)), 0, 255),
-        np.zeros(0),
-        np.array([255]),
-        rng.integers(0, 256, lanes + 1),
-        real,
-    ]]
+def real_frame(block, count=1000):
+    """A slice of a bundled real tensor of the block's symbol type."""
+    if block.value_bits == 16:
+        path = bundled_bf16_files("ffn2_act", layers=[4])[0]
+    else:
+        path = bundled_files("ffn2_act", layers=[3])[0]
+    return np.load(path).reshape(-1)[:count]
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xdist_group(f"icarus-{name}-{LANES}"), id=name)
-    for name in BLOCKS])
+    pytest.param(name, marks=pytest.mark.xdist_group(f"icarus-{name}-{icarus_lanes(block)}"),
+                 id=name)
+    for name, block in BLOCKS.items()])
 def test_block_under_icarus(name, seed):
-    """Bit-exact against golden with run-time tables; an X or Z would raise."""
-    if name not in RUNTIME_TABLES:
-        pytest.fail(f"{name} has no run-time tables in RUNTIME_TABLES; add them")
+    """The contract's corner frames and a real tensor, bit-exact against golden with the
+    block's run-time tables (its description's ``example_tables``, so a new block needs
+    no edit here); an X or Z would raise."""
     block = BLOCKS[name]
-    result = run_frames(block, stimulus_frames(block.symbol_dtype, LANES), lanes=LANES,
-                        tables=RUNTIME_TABLES[name](), idle=IDLE, stall=STALL, seed=seed,
-                        simulator="icarus")
+    lanes = icarus_lanes(block)
+    frames = contract_frames(block, lanes, real=[real_frame(block)], seed=seed)
+    result = run_frames(block, frames, lanes=lanes, tables=block.example_tables(),
+                        idle="random", stall="random", seed=seed, simulator="icarus")
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
     assert "-icarus" in result["build_dir"]
 
@@ -127,7 +94,7 @@ def test_xz_on_a_read_port_fails_the_case(miswired, port, seed, tmp_path):
     beats = [{"byte": value} for value in range(10)]
     with pytest.raises(XZValueError, match="X/Z values on ports that are read") as caught:
         run_beats(MiswiredForwarder(miswired), inputs={"i": beats}, expected={"o": beats},
-                  idle=IDLE, stall=STALL, seed=seed, build_root=tmp_path,
+                  idle="bursty", stall="bursty", seed=seed, build_root=tmp_path,
                   name=f"miswired_{miswired}", simulator="icarus")
     events = caught.value.events
     assert all(event["cycle"] >= 1 for event in events)

@@ -1,12 +1,18 @@
-"""Exponent-remap encoder and decoder under Verilator, bit-exact against the golden model
-(``golden.exponent``: ``wire_encode`` for the encoder, ``wire_decode_words`` for the
-decoder, whatever words it is given).
+"""What only the exponent-remap blocks promise, under Verilator, bit-exact against the
+golden model (``golden.exponent``: ``wire_encode`` for the encoder, ``wire_decode_words``
+for the decoder, whatever words it is given): every bf16 bit pattern, tables fitted by
+sigma and by histogram, frames where everything escapes, a table swap between frames, bad
+input at the beat boundaries, and the decoder's own differential fuzzer (two streams).
 
-Every run has random idle cycles on the inputs and random backpressure on the output
-unless it measures timing; the seed is printed (replay with ``LINKCODEC_SEED``). Every
-case of one block and lane count shares one Verilator build (the block with its default
-table; the tables under test load through ``i_config``) and runs on one xdist worker
-(``xdist_group``), so builds never race and each is made once.
+The contract every block keeps (round trips with run-time tables at every lane count,
+latency, symbols per cycle, parameter errors, counts beyond the lanes, a reset in
+mid-stream) is checked once for every block in ``test_contract.py``.
+
+Runs vary the pause pattern (random, bursty, hold-then-release) on every port; the seed
+is printed (replay with ``LINKCODEC_SEED``). Every case of one block and lane count shares
+one Verilator build with the contract suite (the block with its default table; the tables
+under test load through ``i_config``) and runs in its xdist group, so builds never race
+and each is made once; 16 lanes run under the ``slow`` marker, as in the contract suite.
 """
 
 import os
@@ -26,15 +32,21 @@ from linkcodec.rtl.payload import pack, unpack
 from linkcodec.sim.beats import decoder_beats, frame_words, symbol_beats
 from linkcodec.sim.blocks import get_block
 from linkcodec.sim.exponent import wire_words
+from linkcodec.sim.fuzz import bad_bits, cut_short, flip_bits
 from linkcodec.sim.harness import first_mismatch, run_beats, run_frames, stream_ports
 
-IDLE, STALL = 0.3, 0.3
 LANES = [4, 8, 16]
+#: Lane counts at or above this run under the ``slow`` marker (as in test_contract.py).
+SLOW_LANES = 16
 
 
 def same_build(block, lanes, *values):
-    return pytest.param(block, lanes, *values, marks=pytest.mark.xdist_group(f"{block}-{lanes}"),
-                        id=f"{block}-{lanes}")
+    """A case on the xdist worker that holds the (block, lanes) build; 16 lanes are slow."""
+    marks = [pytest.mark.xdist_group(f"{block}-{lanes}")]
+    if lanes >= SLOW_LANES:
+        marks.append(pytest.mark.slow)
+    return pytest.param(block, lanes, *values, marks=marks,
+                        id="-".join(map(str, (block, lanes, *values))))
 
 
 def bf16(values):
@@ -74,18 +86,6 @@ def all_escapes():
         rng.integers(0, 128, 300, dtype=np.uint16))
 
 
-def stimulus_frames(lanes):
-    rng = np.random.default_rng(lanes)
-    return [
-        real_bf16(3000),
-        np.zeros(0, np.uint16),                                    # an empty frame
-        np.array([0x3F80], np.uint16),                             # one value
-        rng.integers(0, 1 << 16, lanes + 1, dtype=np.uint16),      # a partial last beat
-        rng.integers(0, 1 << 16, 3 * lanes, dtype=np.uint16),     # whole beats only
-        bf16(rng.standard_normal(500)),
-    ]
-
-
 def decoder_expected(decoded, lanes):
     """The beats a decoder emits for ``wire_decode_words``'s ``(values, error)`` frames."""
     beats = []
@@ -94,8 +94,7 @@ def decoder_expected(decoded, lanes):
     return beats
 
 
-def run_decoder_words(lanes, value_words, escape_words, table, *, seed, idle=IDLE,
-                      stall=STALL):
+def run_decoder_words(lanes, value_words, escape_words, table, *, seed, pattern):
     """Any words through the decoder (``table`` loaded through ``i_config``), against the
     golden front end."""
     width = default_word_width(lanes)
@@ -103,75 +102,43 @@ def run_decoder_words(lanes, value_words, escape_words, table, *, seed, idle=IDL
                                 lanes)
     block = get_block("exponent-decoder")
     return run_beats(block.build(lanes=lanes), inputs={"i": value_words, "i_escapes": escape_words},
-                     expected={"o": expected}, config=block.config_writes(table), idle=idle,
-                     stall=stall, seed=seed, name=block.module_name(lanes=lanes))
+                     expected={"o": expected}, config=block.config_writes(table), idle=pattern,
+                     stall=pattern, seed=seed, name=block.module_name(lanes=lanes))
 
 
 # -- through both blocks -----------------------------------------------------------------
 
-@pytest.mark.parametrize(("block", "lanes"), [
-    same_build(block, lanes) for block in ("exponent-encoder", "exponent-decoder")
-    for lanes in LANES])
-def test_every_bf16_pattern_round_trips(block, lanes, seed):
-    """All 65,536 bit patterns, with the corner frames, under idle and backpressure (the
-    table from a real tensor's histogram, loaded through ``i_config``)."""
-    frames = [all_patterns(), *stimulus_frames(lanes)]
+@pytest.mark.parametrize(("block", "lanes", "pattern"), [
+    same_build(block, lanes, pattern) for block in ("exponent-encoder", "exponent-decoder")
+    for lanes, pattern in zip(LANES, ("random", "bursty", "hold"))])
+def test_every_bf16_pattern_round_trips(block, lanes, pattern, seed):
+    """All 65,536 bit patterns and a real tensor (the contract has the corner frames),
+    the table from a real tensor's histogram loaded through ``i_config``."""
+    frames = [all_patterns(), real_bf16(3000)]
     result = run_frames(block, frames, lanes=lanes, tables=table_from_histogram(real_bf16()),
-                        idle=IDLE, stall=STALL, seed=seed)
+                        idle=pattern, stall=pattern, seed=seed)
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
     assert result["symbols"] == sum(frame.size for frame in frames)
 
 
-@pytest.mark.parametrize(("block", "lanes"), [
-    same_build(block, 4) for block in ("exponent-encoder", "exponent-decoder")])
-@pytest.mark.parametrize("fit", ["sigma", "histogram"])
-def test_real_values_with_a_fitted_table(block, lanes, fit, seed):
+@pytest.mark.parametrize(("block", "lanes", "fit", "pattern"), [
+    same_build(block, 4, fit, pattern) for block in ("exponent-encoder", "exponent-decoder")
+    for fit, pattern in [("sigma", "bursty"), ("histogram", "random")]])
+def test_real_values_with_a_fitted_table(block, lanes, fit, pattern, seed):
     """Real bf16 values with the table from their sigma and from their histogram; a frame
     where every value escapes; an empty and a one-value frame."""
     values = real_bf16(8000, index=1)
     table = table_from_tensor_sigma(values) if fit == "sigma" else table_from_histogram(values)
     frames = [values[:5000], np.zeros(0, np.uint16), values[5000:5001], values[5001:]]
-    result = run_frames(block, frames, lanes=lanes, tables=table, idle=IDLE, stall=STALL,
+    result = run_frames(block, frames, lanes=lanes, tables=table, idle=pattern, stall=pattern,
                         seed=seed)
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
     everything = all_escapes()
     assert wire_encode(everything, escaping_table()).escapes_bits == 8 * everything.size
     result = run_frames(block, [everything, np.zeros(0, np.uint16), everything[:1]],
-                        lanes=lanes, tables=escaping_table(), idle=IDLE, stall=STALL, seed=seed)
+                        lanes=lanes, tables=escaping_table(), idle=pattern, stall=pattern,
+                        seed=seed)
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
-
-
-@pytest.mark.parametrize(("block", "lanes"), [
-    same_build(block, lanes) for block in ("exponent-encoder", "exponent-decoder")
-    for lanes in LANES])
-def test_throughput_on_real_values(block, lanes):
-    """At least 0.95 * lanes values a cycle on real bf16 values, table from their
-    histogram, no stalls."""
-    values = real_bf16(20_000)
-    description = get_block(block)
-    result = run_frames(block, [values], lanes=lanes, tables=description.fitted_tables([values]),
-                        seed=1)
-    assert result["bit_exact"], first_mismatch(result)
-    assert result["symbols_per_cycle"] >= 0.95 * lanes, result["symbols_per_cycle"]
-
-
-@pytest.mark.parametrize(("block", "lanes"), [
-    same_build(block, lanes) for block in ("exponent-encoder", "exponent-decoder")
-    for lanes in LANES])
-def test_latency_is_as_documented(block, lanes):
-    """From a frame's first input transfer to its first output transfer, no stalls (the
-    encoder: a one-beat frame, whose words end it)."""
-    rng = np.random.default_rng(lanes)
-    frames = [rng.integers(0, 1 << 16, 4 * lanes, dtype=np.uint16), np.zeros(0, np.uint16)]
-    if block == "exponent-encoder":
-        frames[0] = frames[0][:lanes]
-    result = run_frames(block, frames, lanes=lanes, seed=1)
-    assert result["bit_exact"], first_mismatch(result)
-    component = get_block(block).build(lanes=lanes)
-    Fragment.get(component, None)
-    inputs = result["input_cycles"]["i"]
-    for port, outputs in result["output_cycles"].items():
-        assert outputs[0] - inputs[0] == component.latency, port
 
 
 # -- a table swap between frames (Amaranth's simulator: the writes go between frames) ------
@@ -328,14 +295,17 @@ def test_bad_input_at_the_boundaries(lanes, seed):
     escape_words = [word for _, _, words in cases for word in words]
     decoded = wire_decode_words(value_words, escape_words, default_word_width(lanes), table)
     assert sum(error for _, error in decoded) >= len(cases) // 2 - 1
-    result = run_decoder_words(lanes, value_words, escape_words, table, seed=seed)
+    result = run_decoder_words(lanes, value_words, escape_words, table, seed=seed,
+                               pattern="bursty")
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
 
 
 def fuzz_words(rng, count, lanes, table):
     """``count`` frames of random or real values, most of them corrupted one of several
-    ways: values bits flipped or cut, escape bytes dropped, added or swapped for a table
-    exponent, a word's ``bits`` made a fault."""
+    ways: values bits flipped or the values cut short (``sim.fuzz``'s ``flip_bits`` and
+    ``cut_short`` on the values stream), escape bytes dropped, added or swapped for a table
+    exponent (what only a two-stream frame can get wrong), a word's ``bits`` made a fault
+    on either stream (``sim.fuzz.bad_bits``)."""
     width = default_word_width(lanes)
     real = real_bf16()
     value_words, escape_words = [], []
@@ -348,14 +318,7 @@ def fuzz_words(rng, count, lanes, table):
             values = rng.integers(0, 1 << 16, size, dtype=np.uint16)
         wire = wire_encode(values, table)
         kind = rng.integers(0, 7)
-        if kind == 1 and wire.values_bits:                # flip bits of the values
-            raw = bytearray(wire.values)
-            for _ in range(int(rng.integers(1, 4))):
-                raw[int(rng.integers(0, len(raw)))] ^= 1 << int(rng.integers(0, 8))
-            wire = wire._replace(values=bytes(raw))
-        elif kind == 2:                                   # cut the values short
-            wire = wire._replace(values_bits=int(rng.integers(0, wire.values_bits + 1)))
-        elif kind == 3 and wire.escapes_bits:             # drop escape bytes
+        if kind == 3 and wire.escapes_bits:               # drop escape bytes
             keep = int(rng.integers(0, wire.escapes_bits // 8))
             wire = wire._replace(escapes=wire.escapes[:keep], escapes_bits=8 * keep)
         elif kind == 4:                                   # extra escape bits
@@ -368,11 +331,15 @@ def fuzz_words(rng, count, lanes, table):
             raw[int(rng.integers(0, len(raw)))] = table.exponents[int(rng.integers(0, 7))]
             wire = wire._replace(escapes=bytes(raw))
         values, escapes = _words(wire, width)
-        if kind == 6:                                     # a word fault on either port
-            words = values if rng.random() < 0.5 else escapes
-            word = words[int(rng.integers(0, len(words)))]
-            word["bits"] = int(rng.integers(0, 2 * width)) if word["last"] else \
-                int(rng.integers(0, width))
+        if kind == 1 and wire.values_bits:                # flip bits of the values
+            values = flip_bits(rng, values, width)
+        elif kind == 2 and wire.values_bits:              # cut the values short
+            values = cut_short(rng, wire.values, wire.values_bits, width)
+        elif kind == 6:                                   # a word fault on either stream
+            if rng.random() < 0.5:
+                values = bad_bits(rng, values, width, faults=1)
+            else:
+                escapes = bad_bits(rng, escapes, width, faults=1)
         value_words += values
         escape_words += escapes
     return value_words, escape_words
@@ -383,13 +350,21 @@ def fuzz_words(rng, count, lanes, table):
 FUZZ_FRAMES = int(os.environ.get("LINKCODEC_FUZZ_FRAMES", "300"))
 
 
-@pytest.mark.parametrize("lanes", [
-    pytest.param(lanes, marks=pytest.mark.xdist_group(f"exponent-decoder-{lanes}"))
-    for lanes in (4, 8)])
-def test_differential_fuzz(lanes, seed):
-    """Fuzzed frames (300, or ``LINKCODEC_FUZZ_FRAMES``) against the golden front end:
-    0 mismatches, 0 hangs (a hang would leave beats missing). Between a sixth and five
-    sixths of them end in error, so both valid and faulty frames are checked."""
+@pytest.mark.parametrize(("lanes", "pattern"), [
+    pytest.param(lanes, pattern, marks=pytest.mark.xdist_group(f"exponent-decoder-{lanes}"),
+                 id=f"{lanes}-{pattern}")
+    for lanes, pattern in [(4, "random"), (8, "bursty")]])
+def test_differential_fuzz(lanes, pattern, seed):
+    """The exponent decoder's own differential fuzzer: ``sim/fuzz.py`` (and the contract's
+    fuzz check) fuzzes decoders of one word stream whose tables decode words
+    (``fuzzable`` blocks); this decoder takes two streams, values and escapes, that must
+    agree, so its faults (escapes missing, extra or naming a table exponent, values cut
+    against escapes) are made here, on ``wire_encode`` frames, and judged by
+    ``wire_decode_words``. It reuses ``sim.fuzz``'s word mutations.
+
+    Fuzzed frames (300, or ``LINKCODEC_FUZZ_FRAMES``): 0 mismatches, 0 hangs (a hang would
+    leave beats missing). Between a sixth and five sixths of them end in error, so both
+    valid and faulty frames are checked."""
     rng = np.random.default_rng(seed)
     table = table_from_histogram(real_bf16())
     value_words, escape_words = fuzz_words(rng, FUZZ_FRAMES, lanes, table)
@@ -397,7 +372,8 @@ def test_differential_fuzz(lanes, seed):
     errors = sum(error for _, error in decoded)
     print(f"{FUZZ_FRAMES} frames at lanes {lanes}, {errors} end in error (golden)")
     assert FUZZ_FRAMES / 6 < errors < FUZZ_FRAMES * 5 / 6
-    result = run_decoder_words(lanes, value_words, escape_words, table, seed=seed)
+    result = run_decoder_words(lanes, value_words, escape_words, table, seed=seed,
+                               pattern=pattern)
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
 
 
@@ -405,6 +381,10 @@ def test_differential_fuzz(lanes, seed):
 
 @pytest.mark.parametrize("cls", [ExponentRemapEncoder, ExponentRemapDecoder])
 def test_parameters_are_checked(cls):
+    """What the contract's parameter check does not say: lanes 2 (a power of two, below
+    the fewest the blocks take), a word too narrow for a beat's 11-bit codes, tables of
+    the wrong type (named), a word width other than the default, parameters that cannot
+    be set."""
     with pytest.raises(ValueError, match="lanes must be 4, 8 or 16, not 2"):
         cls(lanes=2)
     with pytest.raises(ValueError, match="word_width must be at least 11 \\* lanes = 88"):

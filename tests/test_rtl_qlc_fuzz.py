@@ -1,9 +1,12 @@
 """The QLC decoder against the golden word-level model on any input: every 11-bit code
-window, differential fuzzing, and the word-fault rules of ``docs/bitstream.md``.
+window, fuzzing from a real tensor's symbols, and the word-fault rules of
+``docs/bitstream.md``; and ``linkcodec sim --fuzz`` and the fuzzer's own parts.
 
-Every simulation has random idle cycles and backpressure; the seed is printed (replay
-with ``LINKCODEC_SEED``). Simulations share the Verilator builds of ``test_rtl_qlc.py``
-(the same block, lanes and word width) and run on the same xdist worker as they do.
+Differential fuzzing with random symbols and every kind of fault (word faults included),
+at every lane count, is the contract's (``test_contract.py``). Simulations vary the pause
+pattern; the seed is printed (replay with ``LINKCODEC_SEED``). They share the Verilator
+builds of the contract suite (the same block, lanes and word width) and run in its xdist
+groups.
 """
 
 import json
@@ -27,7 +30,6 @@ from linkcodec.sim.fuzz import (
 from linkcodec.bundled import bundled_files
 from linkcodec.cli import main
 
-IDLE, STALL = 0.3, 0.3
 BASE = QlcCode.base()
 
 def bundled_pool():
@@ -56,14 +58,16 @@ def clean(report):
 
 # -- simulations -----------------------------------------------------------------------
 
-@pytest.mark.parametrize(("lanes", "layout"), [
-    on_decoder(1, "base", id="base-1"), on_decoder(4, "adapted", id="adapted-4")])
-def test_every_code_window_decodes_as_golden_says(lanes, layout, seed):
+@pytest.mark.parametrize(("lanes", "layout", "pattern"), [
+    on_decoder(1, "base", "random", id="base-1"),
+    on_decoder(4, "adapted", "bursty", id="adapted-4")])
+def test_every_code_window_decodes_as_golden_says(lanes, layout, pattern, seed):
     """Each 11-bit pattern starts a frame, then a valid code: 4,096 frames in one run.
     Both layouts and both lane counts, in two runs (about 12 s each) rather than four."""
     code = BASE if layout == "base" else adapted_code()
     frames = code_space_frames(code, word_width=max(16, 8 * lanes))
-    report = check_frames(frames, lanes=lanes, code=code, seed=seed, idle=IDLE, stall=STALL)
+    report = check_frames(frames, lanes=lanes, code=code, seed=seed, idle=pattern,
+                          stall=pattern)
     assert report["frames"] == 4096 and report["golden_errors"] > 0
     assert report["mismatches"] == 0 and report["hangs"] == 0, clean(report)
 
@@ -71,28 +75,15 @@ def test_every_code_window_decodes_as_golden_says(lanes, layout, seed):
 NO_WORD_FAULTS = {kind: weight for kind, weight in DEFAULT_MIX.items() if kind != "bits"}
 
 
-@pytest.mark.parametrize("lanes", [on_decoder(1, id="1"), on_decoder(4, id="4")])
-def test_fuzz_without_word_faults(lanes, seed):
-    """Random words, flipped bits, frames cut short, good frames: 0 mismatches, 0 hangs."""
-    report = run_fuzz(400, lanes=lanes, mix=NO_WORD_FAULTS, seed=seed, idle=IDLE,
-                      stall=STALL)
-    assert report["frames"] == 400 and report["faults_injected"] > 0
-    assert report["mismatches"] == 0 and report["hangs"] == 0, clean(report)
-
-
-@pytest.mark.parametrize("lanes", [on_decoder(1, id="1"), on_decoder(4, id="4")])
-def test_fuzz_from_real_symbols_without_word_faults(lanes, seed):
-    """The same on mutations of a real tensor's symbols, coded with its own code."""
+@pytest.mark.parametrize(("lanes", "pattern"), [on_decoder(1, "hold", id="1"),
+                                                on_decoder(4, "random", id="4")])
+def test_fuzz_from_real_symbols_without_word_faults(lanes, pattern, seed):
+    """Mutations of a real tensor's symbols, coded with its own code, with flipped bits,
+    frames cut short and random words but no word faults (so every error is a code's):
+    0 mismatches, 0 hangs."""
     report = run_fuzz(200, lanes=lanes, code=adapted_code(), pool=bundled_pool(),
-                      mix=NO_WORD_FAULTS, seed=seed, idle=IDLE, stall=STALL)
-    assert report["mismatches"] == 0 and report["hangs"] == 0, clean(report)
-
-
-@pytest.mark.parametrize("lanes", [on_decoder(1, id="1"), on_decoder(4, id="4")])
-def test_fuzz_with_word_faults(lanes, seed):
-    """Every kind of frame, bad ``bits`` counts included: 0 mismatches, 0 hangs."""
-    report = run_fuzz(200, lanes=lanes, seed=seed, idle=IDLE, stall=STALL)
-    assert report["word_faults"] > 0
+                      mix=NO_WORD_FAULTS, seed=seed, idle=pattern, stall=pattern)
+    assert report["frames"] == 200 and report["faults_injected"] > 0
     assert report["mismatches"] == 0 and report["hangs"] == 0, clean(report)
 
 
@@ -109,8 +100,8 @@ def frames_with(words, symbols):
             FuzzFrame(frame_words(*BASE.encode(follow), 16), "good", follow)]
 
 
-def run_rule(frames, seed):
-    report = check_frames(frames, lanes=1, code=BASE, seed=seed, idle=IDLE, stall=STALL)
+def run_rule(frames, seed, pattern):
+    report = check_frames(frames, lanes=1, code=BASE, seed=seed, idle=pattern, stall=pattern)
     assert report["mismatches"] == 0 and report["hangs"] == 0, clean(report)
 
 
@@ -120,7 +111,7 @@ def test_a_short_non_final_word_is_a_fault_where_its_bits_begin(seed):
     error beat (today's decoder reads the 8 bits and carries on)."""
     words, symbols = six_bit_words(range(8))
     words[1]["bits"] = 8
-    run_rule(frames_with(words, symbols), seed)
+    run_rule(frames_with(words, symbols), seed, "random")
 
 
 @pytest.mark.xdist_group("qlc-decoder-1")
@@ -133,7 +124,7 @@ def test_an_overlong_word_is_a_fault_where_its_bits_begin(seed):
         words, symbols = six_bit_words(range(8))
         words[index]["bits"] = 17
         frames += frames_with(words, symbols)
-    run_rule(frames, seed)
+    run_rule(frames, seed, "bursty")
 
 
 @pytest.mark.xdist_group("qlc-decoder-1")
@@ -150,7 +141,7 @@ def test_final_words_of_w_bits_and_of_0_bits_are_fine(seed):
               FuzzFrame(padded, "flip", padded_symbols)]
     _, errors = fuzz.expected_beats(BASE, frames, lanes=1, word_width=16)
     assert errors == [False, False, False]
-    run_rule(frames, seed)
+    run_rule(frames, seed, "hold")
 
 
 @pytest.mark.xdist_group("qlc-decoder-1")
