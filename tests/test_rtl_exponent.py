@@ -389,10 +389,11 @@ def test_parameters_are_checked(cls):
         cls(lanes=2)
     with pytest.raises(ValueError, match="word_width must be at least 11 \\* lanes = 88"):
         cls(lanes=8, word_width=64)
-    with pytest.raises(TypeError, match="table must be an ExponentTable, not tuple"):
-        cls(table=(1, 2, 3, 4, 5, 6, 7))
-    block = cls(lanes=8, word_width=96, table=escaping_table())
+    with pytest.raises(TypeError, match="tables must be an ExponentTable, not tuple"):
+        cls(tables=(1, 2, 3, 4, 5, 6, 7))
+    block = cls(lanes=8, word_width=96, tables=escaping_table())
     assert (block.lanes, block.word_width, block.table) == (8, 96, escaping_table())
+    assert block.table is block.tables
     with pytest.raises(AttributeError):
         block.lanes = 4
     Fragment.get(block, None)

@@ -166,7 +166,7 @@ def test_non_canonical_codebooks_are_refused():
         with pytest.raises(ValueError, match=f"not canonical: symbol {a} has code"):
             config_writes(swapped, block=block)
     with pytest.raises(ValueError, match="not canonical"):
-        HuffmanEncoder(codebook=swapped)
+        HuffmanEncoder(tables=swapped)
     long = HuffmanCodebook.from_pmf(2.0 ** -np.arange(1, 257), max_length=20)
     assert long.lengths.max() > 15
     with pytest.raises(ValueError, match="has a 20-bit code; the hardware takes codes of at "
@@ -177,14 +177,16 @@ def test_non_canonical_codebooks_are_refused():
 
 
 @pytest.mark.parametrize("cls", [HuffmanEncoder, HuffmanDecoder])
-def test_codebook_must_be_a_huffman_codebook(cls):
+def test_tables_must_be_a_huffman_codebook(cls):
     """What the contract's parameter check does not say: the refusal of tables of the
-    wrong type names them, the default codebook, and parameters that cannot be set."""
-    with pytest.raises(TypeError, match="codebook must be a HuffmanCodebook"):
-        cls(lanes=1, codebook="default")
+    wrong type names the type they must be, the default codebook (``codebook`` is the
+    ``tables`` property), and parameters that cannot be set."""
+    with pytest.raises(TypeError, match="tables must be a HuffmanCodebook, not str"):
+        cls(lanes=1, tables="default")
     block = cls(lanes=2)
     Fragment.get(block, None)      # elaborates: a block that is built, not just made
     assert (block.lanes, block.word_width, block.codebook) == (2, 16, default_codebook())
+    assert block.codebook is block.tables
     with pytest.raises(AttributeError):
         block.lanes = 4
 

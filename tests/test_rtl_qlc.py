@@ -121,13 +121,15 @@ def test_symbol_beats_cover_frames():
 
 
 @pytest.mark.parametrize("cls", [QlcEncoder, QlcDecoder])
-def test_code_must_be_a_qlc_code(cls):
-    """What the contract's parameter check does not say: the refusal of a code of the
-    wrong type names it, and the parameters read back but cannot be set."""
-    with pytest.raises(TypeError, match="code must be a QlcCode"):
-        cls(lanes=1, code="base")
+def test_tables_must_be_a_qlc_code(cls):
+    """What the contract's parameter check does not say: the refusal of tables of the
+    wrong type names the type they must be, ``code`` is the ``tables`` property, and
+    the parameters read back but cannot be set."""
+    with pytest.raises(TypeError, match="tables must be a QlcCode, not str"):
+        cls(lanes=1, tables="base")
     block = cls(lanes=2)
     Fragment.get(block, None)      # elaborates: a block that is built, not just made
     assert (block.lanes, block.word_width, block.code.layout) == (2, 16, QlcLayout.base())
+    assert block.code is block.tables
     with pytest.raises(AttributeError):
         block.lanes = 4

@@ -2,8 +2,9 @@
 latency there too), the jump geometry, and the word queue in front of it (word faults,
 dropping, ``i.ready``).
 
-The latency at the default widths, run-time tables and fuzzed words at every lane count
-are the contract's (``test_contract.py``). Simulations vary the pause pattern unless they
+The latency at the default widths, run-time tables and fuzzed words at every lane count,
+and round trips at 8-bit words and an odd number of bytes, are the contract's
+(``test_contract.py``); here the word widths take fuzzed frames, word faults included. Simulations vary the pause pattern unless they
 measure latency; the seed is printed (replay with ``LINKCODEC_SEED``).
 """
 
@@ -21,9 +22,11 @@ from linkcodec.sim.fuzz import check_frames, fuzz_frames
 from linkcodec.sim.harness import run_beats
 
 
-def on_decoder(lanes, *values, width=None):
-    """Cases that share a decoder build run on one xdist worker (as test_rtl_qlc)."""
-    group = f"qlc-decoder-{lanes}" if width is None else f"qlc-decoder-{lanes}-w{width}"
+def on_decoder(lanes, *values, width=None, shared=False):
+    """Cases that share a decoder build run on one xdist worker: the contract suite's
+    (``qlc-decoder-LANES``, which also holds its round trips at other widths) when the
+    build is ``shared`` with it, else one of their own."""
+    group = f"qlc-decoder-{lanes}" if shared else f"qlc-decoder-{lanes}-w{width}"
     return pytest.param(lanes, *values, marks=pytest.mark.xdist_group(group))
 
 
@@ -32,7 +35,7 @@ def build_name(block):
     return get_block("qlc-decoder").module_name(lanes=block.lanes, word_width=block.word_width)
 
 
-@pytest.mark.parametrize(("lanes", "width"), [on_decoder(1, 8, width=8)])
+@pytest.mark.parametrize(("lanes", "width"), [on_decoder(1, 8, width=8, shared=True)])
 def test_latency_at_a_narrow_word_width(lanes, width):
     """From the transfer of a frame's first word to the first beat's transfer, with the
     words back to back and no stalls: ``QlcDecoder.latency`` cycles, at a width where a
@@ -51,7 +54,7 @@ def test_latency_at_a_narrow_word_width(lanes, width):
 
 
 @pytest.mark.parametrize(("lanes", "width", "pattern"), [
-    on_decoder(1, 8, "random", width=8), on_decoder(4, 16, "bursty", width=16),
+    on_decoder(1, 8, "random", width=8, shared=True), on_decoder(4, 16, "bursty", width=16),
     on_decoder(2, 40, "hold", width=40)])
 def test_word_widths_other_than_the_default(lanes, width, pattern, seed):
     """Narrow words (a code spans three 8-bit words; four lanes' codes span several
