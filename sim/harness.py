@@ -201,20 +201,14 @@ def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
         if not result_path.exists():
             raise RuntimeError(f"the testbench wrote no result; see {build_dir / 'test.log'}")
         result = json.loads(result_path.read_text())
-    events = result.get("xz_events", [])
-    if events:
-        shown = "; ".join(f"{event['port']} cycle {event['cycle']}: {event['what']}"
-                          for event in events[:5])
-        raise XZValueError(
-            f"{name} under {simulator}, seed {seed}: {len(events)} X/Z values on ports "
-            f"that are read; first: {shown}; see {build_dir / 'test.log'}", events)
-    broken = result.get("protocol_events", [])
-    if broken:
-        shown = "; ".join(f"{event['port']} cycle {event['cycle']}: {event['what']}"
-                          for event in broken[:5])
-        raise ProtocolError(
-            f"{name} under {simulator}, seed {seed}: {len(broken)} breaks of the stream "
-            f"rules; first: {shown}; see {build_dir / 'test.log'}", broken)
+    for key, error, what in (("xz_events", XZValueError, "X/Z values on ports that are read"),
+                             ("protocol_events", ProtocolError, "breaks of the stream rules")):
+        events = result.get(key, [])
+        if events:
+            shown = "; ".join(f"{event['port']} cycle {event['cycle']}: {event['what']}"
+                              for event in events[:5])
+            raise error(f"{name} under {simulator}, seed {seed}: {len(events)} {what}; "
+                        f"first: {shown}; see {build_dir / 'test.log'}", events)
 
     output = {port: [unpack(out_ports[port], beat) for beat in result["output"][port]]
               for port in out_ports}

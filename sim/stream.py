@@ -139,15 +139,19 @@ class _Port:
             cycle += 1
             self._drive()
             await sample
-            valid, ready = self.valid.value, self.ready.value
-            if valid == 1 and ready == 1:
-                self._took(cycle)
-                self.transfer_cycles.append(cycle)
-            elif not (valid.is_resolvable and ready.is_resolvable):
-                # An X valid or ready is neither a transfer nor a quiet cycle: say so.
-                for signal, value in (("valid", valid), ("ready", ready)):
-                    if not value.is_resolvable:
-                        self._xz(cycle, f"{signal} is {value}")
+            self._sample(cycle)
+
+    def _sample(self, cycle):
+        """What the port does with a cycle's valid and ready (in the read-only phase)."""
+        valid, ready = self.valid.value, self.ready.value
+        if valid == 1 and ready == 1:
+            self._took(cycle)
+            self.transfer_cycles.append(cycle)
+        elif not (valid.is_resolvable and ready.is_resolvable):
+            # An X valid or ready is neither a transfer nor a quiet cycle: say so.
+            for signal, value in (("valid", valid), ("ready", ready)):
+                if not value.is_resolvable:
+                    self._xz(cycle, f"{signal} is {value}")
 
     def _xz(self, cycle, what):
         self.xz_events.append({"port": self.name, "cycle": cycle, "what": what})
@@ -232,45 +236,38 @@ class StreamMonitor(_Port):
                     return True
         return False
 
-    async def _run(self):
-        cycle = self.first_cycle
-        edge, sample = RisingEdge(self.clock), ReadOnly()
-        while True:
-            await edge
-            cycle += 1
-            self._drive()
-            await sample
-            if self.reset is not None and self.reset.value == 1:
-                self._waiting, self._since, self._fed = None, cycle + 1, not self.after
-                continue
-            valid, ready = self.valid.value, self.ready.value
-            if not (valid.is_resolvable and ready.is_resolvable):
-                for signal, value in (("valid", valid), ("ready", ready)):
-                    if not value.is_resolvable:
-                        self._xz(cycle, f"{signal} is {value}")
-                continue
-            waiting, self._waiting = self._waiting, None
-            if valid != 1:
-                if waiting is not None:
-                    self._broke(cycle, "valid-fell")
-                continue
-            if not self._fed:
-                self._fed = True              # said once per reset
-                if not self._input_before(cycle):
-                    self._broke(cycle, "early-output")
-            payload = self.payload.value
-            if waiting is not None and str(payload) != waiting:
-                self._broke(cycle, "payload-changed", f"{waiting} then {payload}")
-            if not payload.is_resolvable:
-                bits = str(payload)
-                unknown = sum(bit in "XZUW-" for bit in bits)
-                self._broke(cycle, "payload-xz",
-                            f"{unknown} X/Z of {len(bits)} bits (MSB first): {bits}")
-            if ready == 1:
-                self._took(cycle, payload)
-                self.transfer_cycles.append(cycle)
-            else:
-                self._waiting = str(payload)
+    def _sample(self, cycle):
+        if self.reset is not None and self.reset.value == 1:
+            self._waiting, self._since, self._fed = None, cycle + 1, not self.after
+            return
+        valid, ready = self.valid.value, self.ready.value
+        if not (valid.is_resolvable and ready.is_resolvable):
+            for signal, value in (("valid", valid), ("ready", ready)):
+                if not value.is_resolvable:
+                    self._xz(cycle, f"{signal} is {value}")
+            return
+        waiting, self._waiting = self._waiting, None
+        if valid != 1:
+            if waiting is not None:
+                self._broke(cycle, "valid-fell")
+            return
+        if not self._fed:
+            self._fed = True              # said once per reset
+            if not self._input_before(cycle):
+                self._broke(cycle, "early-output")
+        payload = self.payload.value
+        if waiting is not None and str(payload) != waiting:
+            self._broke(cycle, "payload-changed", f"{waiting} then {payload}")
+        if not payload.is_resolvable:
+            bits = str(payload)
+            unknown = sum(bit in "XZUW-" for bit in bits)
+            self._broke(cycle, "payload-xz",
+                        f"{unknown} X/Z of {len(bits)} bits (MSB first): {bits}")
+        if ready == 1:
+            self._took(cycle, payload)
+            self.transfer_cycles.append(cycle)
+        else:
+            self._waiting = str(payload)
 
     def _took(self, cycle, payload):
         try:

@@ -10,7 +10,7 @@ block against the golden model under the *loaded* tables.
 import numpy as np
 import pytest
 from amaranth.hdl import ClockDomain, Module
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.sim import Simulator
 
@@ -20,6 +20,7 @@ from linkcodec.rtl.huffman import switch_write
 from linkcodec.rtl.payload import pack, unpack
 from linkcodec.sim.beats import decoder_beats
 from linkcodec.sim.blocks import get_block
+from linkcodec.sim.harness import stream_ports
 
 #: Every block at its smallest lane count.
 BLOCKS = {"qlc-encoder": 1, "qlc-decoder": 1, "huffman-encoder": 1, "huffman-decoder": 1,
@@ -56,18 +57,6 @@ def _loaded_tables(name, seed=1):
     """Tables fitted to a skewed frame: not the block's default."""
     block = get_block(name)
     return block.fitted_tables([_frame(name, 400, seed)])
-
-
-def _ports(component):
-    """``(inputs, outputs)``: each stream port's name and payload layout (config ports are
-    driven apart)."""
-    inputs, outputs = {}, {}
-    for name, member in component.signature.members.items():
-        if member.is_port or not isinstance(member.signature, stream.Signature):
-            continue
-        side = inputs if member.flow == wiring.In else outputs
-        side[name] = member.signature.members["payload"].shape
-    return inputs, outputs
 
 
 class _Bench:
@@ -161,7 +150,7 @@ def _simulate(top, inputs, outputs, script):
 
 
 def _block_ports(component):
-    inputs, outputs = _ports(component)
+    inputs, outputs = stream_ports(component)
     config = inputs.pop("i_config")
     return ({name: (getattr(component, name), layout) for name, layout in inputs.items()},
             {name: (getattr(component, name), layout) for name, layout in outputs.items()},
@@ -229,7 +218,7 @@ def _pair(codec):
     decoder = get_block(decoder_name).build(lanes=lanes)
     top = Module()
     top.submodules.encoder, top.submodules.decoder = encoder, decoder
-    for name in _ports(encoder)[1]:
+    for name in stream_ports(encoder)[1]:
         source, sink = getattr(encoder, name), getattr(decoder, "i" + name[1:])
         if codec == "exponent" and name == "o":
             # A direct exponent link stalls on sparse escapes (docs/exponent.md, "Known
@@ -260,9 +249,9 @@ def test_pair_reset_mid_stream(codec):
     beats, _ = encoder_block.frame_io(second, lanes=lanes, word_width=encoder.word_width,
                                       tables=tables)
     expected = {"o": decoder_beats([second], lanes)}
-    inputs = {"i": (encoder.i, _ports(encoder)[0]["i"])}
-    outputs = {"o": (decoder.o, _ports(decoder)[1]["o"])}
-    config = _ports(encoder)[0]["i_config"]
+    inputs = {"i": (encoder.i, stream_ports(encoder)[0]["i"])}
+    outputs = {"o": (decoder.o, stream_ports(decoder)[1]["o"])}
+    config = stream_ports(encoder)[0]["i_config"]
 
     async def script(bench):
         await bench.config(encoder.i_config, config,
