@@ -3,8 +3,8 @@
 Sections:
 
 - ``--compression``: golden QLC, base vs optimal layout, per tensor class;
-- ``--hardware``: both QLC blocks under Verilator at lanes 1, 2, 4 and 8 with no stalls,
-  as ``linkcodec sim`` measures them;
+- ``--hardware``: every block of the registry under Verilator at lanes 1, 2, 4 and 8 (those
+  it takes) with no stalls, as ``linkcodec sim`` measures them;
 - ``--golden``: speed of the golden encoders and decoders on one core, MB/s of symbols,
   side by side with zstd and zlib on the same data in the same run;
 - ``--taco``: the TACO front end's reconstruction error and output entropy;
@@ -25,9 +25,16 @@ Sections:
   cycle, ECP5 Fmax, LUTs and FFs, NAND2 gates, Msymbols/s; with both QLC and Huffman
   blocks, the two side by side at lanes 1, 2 and 4 with their compressibility;
 - ``--fuzz``: 10,000 fuzzed frames through the QLC decoder at lanes 1 and 4, random idle
-  and backpressure, against ``golden/words.py``: mismatches and hangs.
+  and backpressure, against ``golden/words.py``: mismatches and hangs;
+- ``--contract``: the contract suite's slow cases (``pytest -m slow
+  tests/test_contract.py``: every block of the registry at 16 lanes and more), by the
+  :mod:`linkcodec.sim.contract` checks themselves: round trips, counts beyond the lanes
+  and fuzzed words under random pauses and none (:data:`CONTRACT_PATTERNS`; the suite
+  also runs bursty and hold), latency, symbols per cycle; a line a check with its seed
+  (``--seed`` replays), and a failure makes the exit status 1. Many minutes: every
+  16-lane model is built.
 
-With no section flag, all run. The ``--codecs`` and ``--synthesis`` sections also write
+With no section flag, all run (``--contract`` included). The ``--codecs`` and ``--synthesis`` sections also write
 their part of the results page (``--results``, default ``docs/results.md``) and its plots:
 each part sits between its own HTML comment markers, so either flag rewrites its part
 alone and leaves the rest of the page as it is.
@@ -45,8 +52,9 @@ from .bundled import (DATA_DIR, KINDS, LAYERS, STEPS, bundled_files, bundled_sca
                       manifest, tensor_kind)
 from .tables import class_table, format_table, markdown_table
 
-__all__ = ["CODECS", "PARTS", "RESULTS_PATH", "add_arguments", "codec_classes", "codec_rows",
-           "hardware_rows", "replace_part", "run", "synthesis_rows", "write_results"]
+__all__ = ["CODECS", "CONTRACT_LANES", "CONTRACT_PATTERNS", "PARTS", "RESULTS_PATH",
+           "add_arguments", "codec_classes", "codec_rows", "contract_rows", "hardware_rows",
+           "replace_part", "run", "synthesis_rows", "write_results"]
 
 #: The results page: ``docs/results.md`` of the repository this package is installed from
 #: (editable install: the package folder sits in the repository).
@@ -57,7 +65,7 @@ def add_arguments(parser):
     parser.add_argument("--compression", action="store_true",
                         help="QLC base vs optimal layout per tensor class (golden model)")
     parser.add_argument("--hardware", action="store_true",
-                        help="cycles per symbol of both QLC blocks at lanes 1, 2, 4, 8")
+                        help="cycles per symbol of every block at --lanes")
     parser.add_argument("--golden", action="store_true",
                         help="golden QLC/Huffman encode and decode speed vs zstd and zlib")
     parser.add_argument("--taco", action="store_true",
@@ -77,6 +85,13 @@ def add_arguments(parser):
     parser.add_argument("--fuzz", action="store_true",
                         help="10,000 fuzzed frames through the QLC decoder at lanes 1 and 4 "
                              "against the golden word-level model")
+    parser.add_argument("--contract", action="store_true",
+                        help="the contract suite's slow cases: every block at 16 lanes and "
+                             "more, checked as tests/test_contract.py checks it (many "
+                             "minutes); exit status 1 on any failure")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="the seed of --contract's pause patterns and frames (default: "
+                             "LINKCODEC_SEED, else random; printed)")
     parser.add_argument("--synthesis", action="store_true",
                         help="ECP5 and gate-count synthesis of every block at --lanes; "
                              "rewrites that part of the results page")
@@ -892,6 +907,105 @@ def render_fuzz(rows):
           str(row["seed"]), str(row["seconds"])] for row in rows])
 
 
+#: The lane counts ``--contract`` checks: those at or above this, which the contract suite
+#: runs under its ``slow`` marker (``tests/test_contract.py``'s ``SLOW_LANES``).
+CONTRACT_LANES = 16
+#: The pause patterns ``--contract`` crosses its round trips, count and fuzz checks with.
+CONTRACT_PATTERNS = ("random", "none")
+
+
+def _contract_real_frames(block, count=1500):
+    """A slice of a bundled real tensor of the block's symbol type (as the contract
+    suite's round trips take)."""
+    from .bundled import bundled_bf16_files
+
+    if block.value_bits == 16:
+        path = bundled_bf16_files("ffn2_act", layers=[4])[0]
+    else:
+        path = bundled_files("ffn2_act", layers=[3])[0]
+    return [np.load(path).reshape(-1)[:count]]
+
+
+def _contract_checks(name, block, lanes, seed):
+    """``(check, pattern, run)`` for every check of the contract suite's slow cases of
+    ``block`` at ``lanes``; ``run()`` returns what the check gives (False or None: the
+    block has nothing that check applies to)."""
+    from .hardware import hardware_file
+    from .sim import contract
+
+    checks = []
+    for pattern in CONTRACT_PATTERNS:
+        checks.append(("round_trip", pattern, lambda pattern=pattern: contract.check_round_trip(
+            block, lanes, pattern=pattern, seed=seed, real=_contract_real_frames(block))))
+    checks.append(("latency", None, lambda: contract.check_latency(block, lanes)))
+    checks.append(("throughput", None, lambda: contract.check_throughput(
+        block, lanes, [np.load(hardware_file(name)).reshape(-1)[:8192 * lanes]])))
+    for pattern in CONTRACT_PATTERNS:
+        checks.append(("count_clamp", pattern, lambda pattern=pattern: contract.check_count_clamp(
+            block, lanes, pattern=pattern, seed=seed)))
+        checks.append(("bad_words", pattern, lambda pattern=pattern: contract.check_bad_words(
+            block, lanes, pattern=pattern, seed=seed)))
+    return checks
+
+
+def _contract_outcome(check, value):
+    """A check's return value, in words."""
+    if value is None or value is False:
+        return "nothing to check"
+    if check == "latency":
+        return f"{value} cycles"
+    if check == "throughput":
+        return f"{value:.4f} symbols a cycle"
+    return "ok"
+
+
+def contract_rows(seed=None, *, lanes_at_least=CONTRACT_LANES, out=None):
+    """The contract suite's slow cases: every block of the registry at each of its lane
+    counts from ``lanes_at_least`` up, every check of :mod:`linkcodec.sim.contract` the
+    suite runs there, under :data:`CONTRACT_PATTERNS`. A line a check goes to ``out`` as
+    it ends, with the seed; a check that fails is a row with ``passed`` false and the
+    error, and the run goes on. ``seed``: default ``LINKCODEC_SEED``, else random;
+    ``out``: default standard error."""
+    import os
+    import random
+
+    from .sim.blocks import BLOCKS
+
+    if seed is None:
+        seed = int(os.environ.get("LINKCODEC_SEED", random.SystemRandom().randrange(1 << 31)))
+    rows = []
+    for name, block in list(BLOCKS.items()):
+        for lanes in sorted(lanes for lanes in block.lanes if lanes >= lanes_at_least):
+            for check, pattern, run_check in _contract_checks(name, block, lanes, seed):
+                start = time.perf_counter()
+                try:
+                    outcome, passed = _contract_outcome(check, run_check()), True
+                except Exception as error:  # a failure is reported, and the run goes on
+                    outcome, passed = f"FAILED: {type(error).__name__}: {error}", False
+                row = {"block": name, "lanes": lanes, "check": check, "pattern": pattern,
+                       "seed": seed, "passed": passed, "outcome": outcome,
+                       "seconds": round(time.perf_counter() - start, 1)}
+                rows.append(row)
+                print(f"contract {name} lanes {lanes} {check}"
+                      + (f" pattern {pattern}" if pattern else "")
+                      + f" seed {seed}: {outcome} ({row['seconds']} s)",
+                      file=out or sys.stderr, flush=True)
+    return rows
+
+
+def render_contract(rows):
+    if not rows:
+        return "No block takes that many lanes."
+    failed = sum(not row["passed"] for row in rows)
+    return markdown_table(
+        ["block", "lanes", "check", "pattern", "seed", "outcome", "seconds"],
+        [[row["block"], str(row["lanes"]), row["check"], row["pattern"] or "-",
+          str(row["seed"]), row["outcome"].splitlines()[0][:200], str(row["seconds"])]
+         for row in rows]) + (f"\n\n{failed} of {len(rows)} checks failed; replay with "
+                              f"`linkcodec bench --contract --seed {rows[0]['seed']}`."
+                              if failed else f"\n\nAll {len(rows)} checks passed.")
+
+
 #: (flag, title, compute(args), render(result)), in the order the sections print.
 SECTIONS = [
     ("data", "The bundled sample", lambda args: data_section(), render_data),
@@ -913,6 +1027,8 @@ SECTIONS = [
      render_synthesis),
     ("fuzz", "Decoder against golden on any input", lambda args: fuzz_rows(),
      render_fuzz),
+    ("contract", "The contract at 16 lanes", lambda args: contract_rows(args.seed),
+     render_contract),
 ]
 
 
@@ -934,4 +1050,6 @@ def run(args):
         print(f"wrote {page} ({', '.join(part for part in PARTS if part in report)})",
               file=sys.stderr)
     rows = report.get("hardware", []) + report.get("synthesis", []) + report.get("fuzz", [])
-    return 0 if all(row["bit_exact"] for row in rows) else 1
+    passed = all(row["bit_exact"] for row in rows) and all(
+        row["passed"] for row in report.get("contract", []))
+    return 0 if passed else 1

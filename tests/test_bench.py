@@ -315,3 +315,53 @@ def test_bf16_rows_against_a_direct_golden_computation():
         assert entry["exponent_huffman_own"] >= entry["remap_own_histogram"]
         assert 0.15 < entry["remap_histogram"] < 0.3125
     assert "| ffn2_act | 4 | 49,152 |" in bench.render_bf16(rows)
+
+
+def test_contract_section_runs_the_slow_cases_and_fails_on_any_failure(monkeypatch, capsys):
+    """`linkcodec bench --contract`, with the sim.contract checks replaced by stand-ins
+    (the real ones build every 16-lane model): every block at each lane count from
+    test_contract.py's SLOW_LANES up, each check the suite runs there, a line a check
+    with the seed, exit status 1 when one fails."""
+    from test_contract import SLOW_LANES
+
+    from linkcodec.sim import contract
+
+    calls = []
+
+    def stand_in(check, value):
+        def run(block, lanes, *args, pattern=None, **options):
+            calls.append((block.name, lanes, check, pattern, options.get("seed")))
+            return value
+        return run
+
+    for check, value in [("check_round_trip", {}), ("check_latency", 9),
+                         ("check_throughput", 15.9), ("check_count_clamp", True),
+                         ("check_bad_words", None)]:
+        monkeypatch.setattr(contract, check, stand_in(check, value))
+    assert bench.CONTRACT_LANES == SLOW_LANES
+    assert main(["bench", "--contract", "--seed", "77"]) == 0
+    out, err = capsys.readouterr()
+    slow = [(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes
+            if lanes >= SLOW_LANES]
+    assert slow and {(name, lanes) for name, lanes, *_ in calls} == set(slow)
+    for name, lanes in slow:
+        own = [(check, pattern) for block, at, check, pattern, _ in calls
+               if (block, at) == (name, lanes)]
+        assert sorted(own, key=str) == sorted(
+            [("check_latency", None), ("check_throughput", None)]
+            + [(check, pattern) for check in ("check_round_trip", "check_count_clamp",
+                                              "check_bad_words")
+               for pattern in bench.CONTRACT_PATTERNS], key=str)
+    assert {seed for *_, seed in calls} <= {77, None}
+    assert f"contract {slow[0][0]} lanes {slow[0][1]} round_trip pattern random seed 77: ok" \
+        in err
+    assert "latency seed 77: 9 cycles" in err and "nothing to check" in err
+    assert "All " in out and "checks passed" in out
+
+    def broken(block, lanes, **options):
+        raise contract.ContractError(f"{block.name} at lanes {lanes}: made up")
+    monkeypatch.setattr(contract, "check_latency", broken)
+    assert main(["bench", "--contract", "--seed", "78"]) == 1
+    out, err = capsys.readouterr()
+    assert "latency seed 78: FAILED: ContractError" in err
+    assert f"{len(slow)} of " in out and "--contract --seed 78" in out
