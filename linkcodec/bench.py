@@ -52,7 +52,7 @@ from .bundled import (DATA_DIR, KINDS, LAYERS, STEPS, bundled_files, bundled_sca
                       manifest, tensor_kind)
 from .tables import class_table, format_table, markdown_table
 
-__all__ = ["CODECS", "CONTRACT_LANES", "CONTRACT_PATTERNS", "PARTS", "RESULTS_PATH",
+__all__ = ["CODECS", "CONTRACT_PATTERNS", "PARTS", "RESULTS_PATH",
            "add_arguments", "codec_classes", "codec_rows", "contract_rows", "hardware_rows",
            "replace_part", "run", "synthesis_rows", "write_results"]
 
@@ -907,36 +907,21 @@ def render_fuzz(rows):
           str(row["seed"]), str(row["seconds"])] for row in rows])
 
 
-#: The lane counts ``--contract`` checks: those at or above this, which the contract suite
-#: runs under its ``slow`` marker (``tests/test_contract.py``'s ``SLOW_LANES``).
-CONTRACT_LANES = 16
 #: The pause patterns ``--contract`` crosses its round trips, count and fuzz checks with.
 CONTRACT_PATTERNS = ("random", "none")
-
-
-def _contract_real_frames(block, count=1500):
-    """A slice of a bundled real tensor of the block's symbol type (as the contract
-    suite's round trips take)."""
-    from .bundled import bundled_bf16_files
-
-    if block.value_bits == 16:
-        path = bundled_bf16_files("ffn2_act", layers=[4])[0]
-    else:
-        path = bundled_files("ffn2_act", layers=[3])[0]
-    return [np.load(path).reshape(-1)[:count]]
 
 
 def _contract_checks(name, block, lanes, seed):
     """``(check, pattern, run)`` for every check of the contract suite's slow cases of
     ``block`` at ``lanes``; ``run()`` returns what the check gives (False or None: the
     block has nothing that check applies to)."""
-    from .hardware import hardware_file
+    from .hardware import hardware_file, sample_frames
     from .sim import contract
 
     checks = []
     for pattern in CONTRACT_PATTERNS:
         checks.append(("round_trip", pattern, lambda pattern=pattern: contract.check_round_trip(
-            block, lanes, pattern=pattern, seed=seed, real=_contract_real_frames(block))))
+            block, lanes, pattern=pattern, seed=seed, real=sample_frames(block))))
     checks.append(("latency", None, lambda: contract.check_latency(block, lanes)))
     checks.append(("throughput", None, lambda: contract.check_throughput(
         block, lanes, [np.load(hardware_file(name)).reshape(-1)[:8192 * lanes]])))
@@ -959,9 +944,10 @@ def _contract_outcome(check, value):
     return "ok"
 
 
-def contract_rows(seed=None, *, lanes_at_least=CONTRACT_LANES, out=None):
+def contract_rows(seed=None, *, lanes_at_least=None, out=None):
     """The contract suite's slow cases: every block of the registry at each of its lane
-    counts from ``lanes_at_least`` up, every check of :mod:`linkcodec.sim.contract` the
+    counts from ``lanes_at_least`` (default :data:`~linkcodec.sim.contract.LARGE_LANES`,
+    where the suite's ``slow`` marker starts) up, every check of :mod:`linkcodec.sim.contract` the
     suite runs there, under :data:`CONTRACT_PATTERNS`. A line a check goes to ``out`` as
     it ends, with the seed; a check that fails is a row with ``passed`` false and the
     error, and the run goes on. ``seed``: default ``LINKCODEC_SEED``, else random;
@@ -970,7 +956,10 @@ def contract_rows(seed=None, *, lanes_at_least=CONTRACT_LANES, out=None):
     import random
 
     from .sim.blocks import BLOCKS
+    from .sim.contract import LARGE_LANES
 
+    if lanes_at_least is None:
+        lanes_at_least = LARGE_LANES
     if seed is None:
         seed = int(os.environ.get("LINKCODEC_SEED", random.SystemRandom().randrange(1 << 31)))
     rows = []

@@ -20,7 +20,7 @@ import numpy as np
 from .bundled import bundled_bf16_files, bundled_files
 
 __all__ = ["HARDWARE_KIND", "HARDWARE_LAYER", "HARDWARE_BF16_LAYER", "SYNTH_ROOT",
-           "hardware_file", "hardware_bf16_file", "throughput", "synthesis", "report_row"]
+           "hardware_file", "hardware_bf16_file", "sample_frames", "throughput", "synthesis", "report_row"]
 
 #: The tensor every block's symbols per cycle are measured on.
 HARDWARE_KIND, HARDWARE_LAYER = "ffn2_act", 3
@@ -50,6 +50,17 @@ def hardware_file(block=None):
 def hardware_bf16_file():
     """``minilm_bf16_l4_ffn2_act_s0.npy``, what blocks of bf16 values are measured on."""
     return bundled_bf16_files(HARDWARE_KIND, layers=[HARDWARE_BF16_LAYER], steps=[0])[0]
+
+
+def sample_frames(block, count=1500):
+    """``[frame]``: the first ``count`` symbols of a bundled real tensor of ``block``'s
+    symbol type (a description), as the contract suite's round trips take them: layer 3's
+    FFN2 activations for e4m3 blocks, layer 4's for bf16 blocks."""
+    if block.value_bits == 16:
+        path = bundled_bf16_files(HARDWARE_KIND, layers=[HARDWARE_BF16_LAYER], steps=[0])[0]
+    else:
+        path = bundled_files(HARDWARE_KIND, layers=[HARDWARE_LAYER], steps=[0])[0]
+    return [np.load(path).reshape(-1)[:count]]
 
 
 def throughput(block, lanes, *, word_width=None):

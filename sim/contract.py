@@ -4,7 +4,7 @@
 :data:`~linkcodec.sim.blocks.BLOCKS` (and every pair of an encoder driving its decoder,
 :func:`~linkcodec.sim.pair.pairs`), every lane count the block takes, crossed with the
 pause patterns of :data:`CONTRACT_PATTERNS`; ``linkcodec bench --contract`` runs the
-lane counts too large for ``make test``. A block defined anywhere else joins by
+lane counts too large for ``make test`` (:data:`LARGE_LANES` and up). A block defined anywhere else joins by
 :func:`~linkcodec.sim.blocks.register` and is checked the same way. Each check raises
 :class:`ContractError` (an ``AssertionError``) naming the block, the lanes and the seed.
 
@@ -42,6 +42,7 @@ from .stream import PATTERNS
 
 __all__ = [
     "CONTRACT_PATTERNS",
+    "LARGE_LANES",
     "ContractError",
     "check_bad_words",
     "check_count_clamp",
@@ -56,6 +57,10 @@ __all__ = [
 
 #: The idle and backpressure patterns every block is checked under.
 CONTRACT_PATTERNS = PATTERNS
+#: Lane counts from this up are the contract's slow part: their models take minutes to
+#: build, so ``make test`` leaves them to ``linkcodec bench --contract`` (pytest's
+#: ``slow`` marker).
+LARGE_LANES = 16
 
 
 class ContractError(AssertionError):
@@ -150,7 +155,8 @@ def check_parameters(block):
     of 8 and tables of the wrong kind are refused at construction; the fewest and the
     most lanes build with their default word widths."""
     allowed = sorted(block.lanes)
-    for lanes in {allowed[0] - 1, allowed[0] + 1, allowed[-1] * 2, 3, 0} - set(allowed):
+    for lanes in {allowed[0] // 2, allowed[0] - 1, allowed[0] + 1, allowed[-1] * 2, 3,
+                  0} - set(allowed):
         _refused(block, ValueError, lanes=lanes)
     default = block.default_word_width(allowed[0])
     if default is not None:

@@ -320,11 +320,10 @@ def test_bf16_rows_against_a_direct_golden_computation():
 def test_contract_section_runs_the_slow_cases_and_fails_on_any_failure(monkeypatch, capsys):
     """`linkcodec bench --contract`, with the sim.contract checks replaced by stand-ins
     (the real ones build every 16-lane model): every block at each lane count from
-    test_contract.py's SLOW_LANES up, each check the suite runs there, a line a check
+    sim.contract's LARGE_LANES up, each check the suite runs there, a line a check
     with the seed, exit status 1 when one fails."""
-    from test_contract import SLOW_LANES
-
     from linkcodec.sim import contract
+    from linkcodec.sim.contract import LARGE_LANES as SLOW_LANES
 
     calls = []
 
@@ -338,7 +337,6 @@ def test_contract_section_runs_the_slow_cases_and_fails_on_any_failure(monkeypat
                          ("check_throughput", 15.9), ("check_count_clamp", True),
                          ("check_bad_words", None)]:
         monkeypatch.setattr(contract, check, stand_in(check, value))
-    assert bench.CONTRACT_LANES == SLOW_LANES
     assert main(["bench", "--contract", "--seed", "77"]) == 0
     out, err = capsys.readouterr()
     slow = [(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes

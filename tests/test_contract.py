@@ -8,54 +8,34 @@ in mid-stream, and every encoder driving its own decoder. The protocol monitor w
 every output of every run. Per-codec test files keep only what is specific to a codec.
 
 Verilator builds dominate the time: one build per block and lane count, shared by every
-test that needs it (``xdist_group`` keeps them on one worker). Lane counts of 16 run
-under the ``slow`` marker (``pytest -m slow tests/test_contract.py``, which
-``linkcodec bench --contract`` runs). Seeds are printed; ``LINKCODEC_SEED`` replays.
+test that needs it (``xdist_group`` keeps them on one worker). Lane counts of 16
+(``sim.contract.LARGE_LANES``) run under the ``slow`` marker, which ``make test`` leaves
+out: ``pytest -m slow tests/test_contract.py`` runs them, and ``linkcodec bench
+--contract`` runs the same checks there. Seeds are printed; ``LINKCODEC_SEED`` replays.
 """
 
 import numpy as np
 import pytest
+from cases import block_case
 
-from linkcodec.bundled import bundled_bf16_files, bundled_files
-from linkcodec.hardware import hardware_file
+from linkcodec.hardware import hardware_file, sample_frames
 from linkcodec.sim import contract
 from linkcodec.sim.blocks import BLOCKS
 from linkcodec.sim.pair import pairs
 
-#: Lane counts at or above this run under the ``slow`` marker.
-SLOW_LANES = 16
-
-
-def case(name, lanes, *values):
-    """A (block, lanes) case on the worker that holds its build; 16 lanes are slow."""
-    marks = [pytest.mark.xdist_group(f"{name}-{lanes}")]
-    if lanes >= SLOW_LANES:
-        marks.append(pytest.mark.slow)
-    return pytest.param(name, lanes, *values, marks=marks,
-                        id="-".join(map(str, (name, lanes, *values))))
-
-
-BLOCK_LANES = [case(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes]
-PATTERNED = [case(name, lanes, pattern) for name, block in BLOCKS.items()
+BLOCK_LANES = [block_case(name, lanes) for name, block in BLOCKS.items()
+               for lanes in block.lanes]
+PATTERNED = [block_case(name, lanes, pattern) for name, block in BLOCKS.items()
              for lanes in block.lanes for pattern in contract.CONTRACT_PATTERNS]
-SMALLEST = [case(name, min(block.lanes)) for name, block in BLOCKS.items()]
+SMALLEST = [block_case(name, min(block.lanes)) for name, block in BLOCKS.items()]
 PAIRS = pairs()
-
-
-def real_frames(block, count=1500):
-    """A slice of a bundled real tensor of the block's symbol type."""
-    if block.value_bits == 16:
-        path = bundled_bf16_files("ffn2_act", layers=[4])[0]
-    else:
-        path = bundled_files("ffn2_act", layers=[3])[0]
-    return [np.load(path).reshape(-1)[:count]]
 
 
 @pytest.mark.parametrize(("name", "lanes", "pattern"), PATTERNED)
 def test_round_trip(name, lanes, pattern, seed):
     block = BLOCKS[name]
     result = contract.check_round_trip(block, lanes, pattern=pattern, seed=seed,
-                                       real=real_frames(block))
+                                       real=sample_frames(block))
     assert result["symbols"] == sum(frame["symbols"] for frame in result["frames"]) > 0
 
 
@@ -73,7 +53,7 @@ def other_word_widths(block):
 
 
 @pytest.mark.parametrize(("name", "lanes", "width"), [
-    case(name, lanes, width) for name, block in BLOCKS.items()
+    block_case(name, lanes, width) for name, block in BLOCKS.items()
     if block.default_word_width(min(block.lanes)) is not None
     for lanes, width in other_word_widths(block)])
 def test_round_trip_at_other_word_widths(name, lanes, width, seed):
@@ -104,14 +84,14 @@ def test_parameters_are_checked(name):
 
 
 @pytest.mark.parametrize(("name", "lanes"), [
-    case(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes
+    block_case(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes
     if lanes > 1 and "encoder" in name])
 def test_counts_beyond_the_lanes_are_clamped(name, lanes, seed):
     assert contract.check_count_clamp(BLOCKS[name], lanes, pattern="random", seed=seed)
 
 
 @pytest.mark.parametrize(("name", "lanes"), [
-    case(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes
+    block_case(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes
     if block.fuzzable])
 def test_fuzzed_words_decode_as_golden_says(name, lanes, seed):
     report = contract.check_bad_words(BLOCKS[name], lanes, pattern="bursty", seed=seed)
@@ -153,7 +133,7 @@ def test_encoder_drives_its_decoder(name, pattern, seed):
     pair = PAIRS[name]
     lanes = min(pair.lanes)
     contract.check_round_trip(pair, lanes, pattern=pattern, seed=seed,
-                              real=real_frames(pair, 4000))
+                              real=sample_frames(pair, 4000))
 
 
 @pytest.mark.parametrize("name", [pair_case(name) for name in PAIRS])

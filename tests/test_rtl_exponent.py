@@ -23,6 +23,8 @@ import pytest
 from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
+from cases import block_case
+
 from linkcodec.bundled import bundled_bf16_files
 from linkcodec.golden.exponent import (ExponentTable, WireFrame, table_from_histogram,
                                        table_from_tensor_sigma, wire_decode_words, wire_encode)
@@ -36,19 +38,6 @@ from linkcodec.sim.fuzz import bad_bits, cut_short, flip_bits
 from linkcodec.sim.harness import first_mismatch, run_beats, run_frames, stream_ports
 
 LANES = [4, 8, 16]
-#: Lane counts at or above this run under the ``slow`` marker (as in test_contract.py).
-SLOW_LANES = 16
-
-
-def same_build(block, lanes, *values):
-    """A case on the xdist worker that holds the (block, lanes) build; 16 lanes are slow."""
-    marks = [pytest.mark.xdist_group(f"{block}-{lanes}")]
-    if lanes >= SLOW_LANES:
-        marks.append(pytest.mark.slow)
-    return pytest.param(block, lanes, *values, marks=marks,
-                        id="-".join(map(str, (block, lanes, *values))))
-
-
 def bf16(values):
     return np.asarray(values, dtype=np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
 
@@ -109,7 +98,7 @@ def run_decoder_words(lanes, value_words, escape_words, table, *, seed, pattern)
 # -- through both blocks -----------------------------------------------------------------
 
 @pytest.mark.parametrize(("block", "lanes", "pattern"), [
-    same_build(block, lanes, pattern) for block in ("exponent-encoder", "exponent-decoder")
+    block_case(block, lanes, pattern) for block in ("exponent-encoder", "exponent-decoder")
     for lanes, pattern in zip(LANES, ("random", "bursty", "hold"))])
 def test_every_bf16_pattern_round_trips(block, lanes, pattern, seed):
     """All 65,536 bit patterns and a real tensor (the contract has the corner frames),
@@ -122,7 +111,7 @@ def test_every_bf16_pattern_round_trips(block, lanes, pattern, seed):
 
 
 @pytest.mark.parametrize(("block", "lanes", "fit", "pattern"), [
-    same_build(block, 4, fit, pattern) for block in ("exponent-encoder", "exponent-decoder")
+    block_case(block, 4, fit, pattern) for block in ("exponent-encoder", "exponent-decoder")
     for fit, pattern in [("sigma", "bursty"), ("histogram", "random")]])
 def test_real_values_with_a_fitted_table(block, lanes, fit, pattern, seed):
     """Real bf16 values with the table from their sigma and from their histogram; a frame

@@ -15,11 +15,12 @@ so builds never race and each is made once.
 """
 
 import itertools
-import json
 
 import numpy as np
 import pytest
 from amaranth.hdl import Fragment
+
+from cases import block_case, fuzz_summary
 
 from linkcodec.bundled import bundled_files
 from linkcodec.golden.huffman import HuffmanCodebook, canonical_codes
@@ -65,14 +66,8 @@ def dominant_codebook():
     return book
 
 
-def same_build(block, lanes, *values, id=None):
-    """Cases that share a Verilator build run on one xdist worker, one after another."""
-    return pytest.param(block, lanes, *values, marks=pytest.mark.xdist_group(f"{block}-{lanes}"),
-                        id=id or f"{block}-{lanes}")
-
-
 @pytest.mark.parametrize(("block", "lanes", "codebook", "pattern"), [
-    same_build(block, lanes, name, pattern, id=f"{block}-{lanes}-{name}-{pattern}")
+    block_case(block, lanes, name, pattern, id=f"{block}-{lanes}-{name}-{pattern}")
     for (block, lanes), (name, pattern) in itertools.product(
         [("huffman-encoder", 1), ("huffman-encoder", 8), ("huffman-decoder", 1),
          ("huffman-decoder", 2)], [("fifteen-bit", "random"), ("dominant", "bursty")])])
@@ -108,8 +103,8 @@ def _swap_run(block, lanes, frames, books, *, idle, stall, seed):
                      seed=seed, name=description.module_name(lanes=lanes))
 
 
-@pytest.mark.parametrize(("block", "lanes"), [same_build("huffman-encoder", 1),
-                                              same_build("huffman-decoder", 1)])
+@pytest.mark.parametrize(("block", "lanes"), [block_case("huffman-encoder", 1),
+                                              block_case("huffman-decoder", 1)])
 def test_codebook_swap_while_traffic_flows(block, lanes, seed):
     """A codebook loads into the idle bank while frame 0 flows; the switch takes effect at
     the frame boundary, bit-exact, and costs no cycle: with no idle cycles the encoder
@@ -193,13 +188,6 @@ def test_tables_must_be_a_huffman_codebook(cls):
 
 # -- the decoder on any input --------------------------------------------------------------
 
-def clean(report):
-    """An assertion message: the report's counts, seeds and first mismatches."""
-    shown = {key: report[key] for key in ("frames", "mismatches", "hangs", "hung_frames",
-                                          "mismatches_by_kind", "runs", "examples")}
-    return json.dumps(shown, default=str)[:3000]
-
-
 @pytest.mark.xdist_group("huffman-decoder-1")
 def test_every_code_space_window(seed):
     """Every 12-bit window starts a frame (8,192 frames), with a real codebook limited to
@@ -212,13 +200,13 @@ def test_every_code_space_window(seed):
     report = check_frames(frames, lanes=1, code=book, seed=seed, idle="random",
                           stall="random", block="huffman-decoder", frames_per_run=10_000)
     assert report["frames"] == len(frames) and report["golden_errors"] > 0
-    assert (report["mismatches"], report["hangs"]) == (0, 0), clean(report)
+    assert (report["mismatches"], report["hangs"]) == (0, 0), fuzz_summary(report)
 
 
 @pytest.mark.parametrize(("block", "lanes", "codebook", "pattern"), [
-    same_build("huffman-decoder", 1, "fifteen-bit", "hold", id="fifteen-bit-1"),
-    same_build("huffman-decoder", 2, "real", "random", id="real-2"),
-    same_build("huffman-decoder", 4, "fifteen-bit", "bursty", id="fifteen-bit-4")])
+    block_case("huffman-decoder", 1, "fifteen-bit", "hold", id="fifteen-bit-1"),
+    block_case("huffman-decoder", 2, "real", "random", id="real-2"),
+    block_case("huffman-decoder", 4, "fifteen-bit", "bursty", id="fifteen-bit-4")])
 def test_differential_fuzz(block, lanes, codebook, pattern, seed):
     """Fuzzed frames (flipped bits, cut frames, bad ``bits`` counts, random words) of a
     real tensor's symbols mutated (the contract fuzzes random ones) and of an incomplete
@@ -229,7 +217,7 @@ def test_differential_fuzz(block, lanes, codebook, pattern, seed):
     report = run_fuzz(250, lanes=lanes, code=book, pool=pool, seed=seed, idle=pattern,
                       stall=pattern, block=block)
     assert report["frames"] == 250 and report["faults_injected"] > 0
-    assert (report["mismatches"], report["hangs"]) == (0, 0), clean(report)
+    assert (report["mismatches"], report["hangs"]) == (0, 0), fuzz_summary(report)
 
 
 @pytest.mark.xdist_group("huffman-decoder-1")

@@ -14,6 +14,8 @@ import json
 import numpy as np
 import pytest
 from amaranth.hdl import Fragment
+from cases import fuzz_summary
+
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.sim import fuzz
 from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
@@ -49,13 +51,6 @@ def on_decoder(lanes, *values, id=None):
                         id=id)
 
 
-def clean(report):
-    """An assertion message: the report's counts, seeds and first mismatches."""
-    shown = {key: report[key] for key in ("frames", "mismatches", "hangs", "hung_frames",
-                                          "mismatches_by_kind", "runs", "examples")}
-    return json.dumps(shown)[:3000]
-
-
 # -- simulations -----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("lanes", "layout", "pattern"), [
@@ -69,7 +64,7 @@ def test_every_code_window_decodes_as_golden_says(lanes, layout, pattern, seed):
     report = check_frames(frames, lanes=lanes, code=code, seed=seed, idle=pattern,
                           stall=pattern)
     assert report["frames"] == 4096 and report["golden_errors"] > 0
-    assert report["mismatches"] == 0 and report["hangs"] == 0, clean(report)
+    assert report["mismatches"] == 0 and report["hangs"] == 0, fuzz_summary(report)
 
 
 NO_WORD_FAULTS = {kind: weight for kind, weight in DEFAULT_MIX.items() if kind != "bits"}
@@ -84,7 +79,7 @@ def test_fuzz_from_real_symbols_without_word_faults(lanes, pattern, seed):
     report = run_fuzz(200, lanes=lanes, code=adapted_code(), pool=bundled_pool(),
                       mix=NO_WORD_FAULTS, seed=seed, idle=pattern, stall=pattern)
     assert report["frames"] == 200 and report["faults_injected"] > 0
-    assert report["mismatches"] == 0 and report["hangs"] == 0, clean(report)
+    assert report["mismatches"] == 0 and report["hangs"] == 0, fuzz_summary(report)
 
 
 def six_bit_words(symbols, width=16):
@@ -102,7 +97,7 @@ def frames_with(words, symbols):
 
 def run_rule(frames, seed, pattern):
     report = check_frames(frames, lanes=1, code=BASE, seed=seed, idle=pattern, stall=pattern)
-    assert report["mismatches"] == 0 and report["hangs"] == 0, clean(report)
+    assert report["mismatches"] == 0 and report["hangs"] == 0, fuzz_summary(report)
 
 
 @pytest.mark.xdist_group("qlc-decoder-1")
