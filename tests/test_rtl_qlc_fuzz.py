@@ -16,23 +16,16 @@ import pytest
 from amaranth.hdl import Fragment
 from cases import fuzz_summary
 
+from linkcodec.bundled import bundled_files
+from linkcodec.cli import main
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.sim import fuzz
 from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
-from linkcodec.sim.fuzz import (
-    DEFAULT_MIX,
-    KINDS,
-    FuzzFrame,
-    check_frames,
-    code_space_frames,
-    fuzz_frames,
-    run_fuzz,
-)
-
-from linkcodec.bundled import bundled_files
-from linkcodec.cli import main
+from linkcodec.sim.fuzz import (DEFAULT_MIX, KINDS, FuzzFrame, check_frames,
+                                code_space_frames, fuzz_frames, run_fuzz)
 
 BASE = QlcCode.base()
+
 
 def bundled_pool():
     return np.load(bundled_files("ffn2_act", layers=[0])[0]).reshape(-1)
