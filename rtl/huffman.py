@@ -219,8 +219,16 @@ class _HuffmanBlock(LanedBlock):
         requested = (self.i_config.valid & self.i_config.ready
                      & (self.i_config.payload.addr == SWITCH_ADDR))
         # (``bank`` leaves the reset out: nothing read in a reset cycle is used.)
-        with m.If(pending & (boundary | ResetSignal(allow_reset_less=True))):
-            m.d.sync += [active.eq(~active), pending.eq(0)]
+        flip = Signal()
+        m.d.comb += flip.eq(pending & (boundary | ResetSignal(allow_reset_less=True)))
+        # Assigned every cycle, not under an If: Verilog then computes the next value
+        # with a continuous assignment, which a 4-state simulator evaluates at time 0.
+        # Under an If it is an `always @*` block, which nothing here ever wakes (the
+        # register has no reset to change), so the register would latch X at its
+        # first clock edge and keep it.
+        m.d.sync += active.eq(active ^ flip)
+        with m.If(flip):
+            m.d.sync += pending.eq(0)
         with m.Elif(requested):
             m.d.sync += pending.eq(1)
         return active, bank, pending

@@ -24,7 +24,9 @@ A ``pause`` is ``{"cycle": [1, 1, 1, 0]}`` (repeated) or ``{"random": p}`` (paus
 chance ``p``, from the seed). The result (``LINKCODEC_RESULT``) gives, per output port,
 each frame the sink took as its transfers (``tdata``, ``tkeep``, ``tuser``, ``tlast``
 integers, one transfer a list) and, for the config port, the cycle of every write and
-the number of cycles a write was held (``cfg_we`` high, ``cfg_ready`` low).
+the number of cycles a write was held (``cfg_we`` high, ``cfg_ready`` low), and every
+break of the stream rules seen on an output (``protocol_events``: the protocol monitor of
+:mod:`linkcodec.sim.stream`, watching beside the sink).
 """
 
 import itertools
@@ -36,6 +38,16 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, Event, ReadOnly, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+
+from linkcodec.sim.stream import PortWatcher, ProtocolMonitor
+
+
+def axi_signals(dut, prefix):
+    """``(valid, ready, [payload signals])`` of the AXI4-Stream port ``prefix``."""
+    payload = [getattr(dut, f"{prefix}_{name}") for name in ("tdata", "tkeep", "tlast",
+                                                              "tuser")
+               if hasattr(dut, f"{prefix}_{name}")]
+    return getattr(dut, f"{prefix}_tvalid"), getattr(dut, f"{prefix}_tready"), payload
 
 
 def pause_generator(pause, rng):
@@ -161,6 +173,17 @@ async def run_case(dut):
                           pause_generator(config["pause"], random.Random(rng.getrandbits(32))),
                           counters)
 
+    # The stream rules on every output (sim/stream.py's monitor, watching only: the
+    # cocotbext-axi sink takes the beats), against the inputs' transfers.
+    watchers = [PortWatcher(dut, port["prefix"], dut.aclk,
+                            signals=axi_signals(dut, port["prefix"]))
+                for port in case["inputs"]]
+    monitors = [ProtocolMonitor(dut, port["prefix"], dut.aclk,
+                                signals=axi_signals(dut, port["prefix"]), reset=dut.aresetn,
+                                reset_level=0, after=watchers)
+                for port in case["outputs"]]
+    for port in [*watchers, *monitors]:
+        port.start()
     dut.aresetn.value = 0
     await ClockCycles(dut.aclk, 4)
     dut.aresetn.value = 1
@@ -212,6 +235,8 @@ async def run_case(dut):
         "input_transfers": {prefix: counter.count for prefix, counter in counters.items()},
         "timed_out": cycle >= case["cycle_limit"],
         "cycles": cycle,
+        "protocol_events": [event for monitor in monitors
+                            for event in monitor.protocol_events],
     }
     with open(os.environ["LINKCODEC_RESULT"], "w") as file:
         json.dump(result, file)

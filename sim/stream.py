@@ -32,8 +32,8 @@ import random
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-__all__ = ["HOLD_CYCLES", "PATTERNS", "PROTOCOL_RULES", "StreamDriver", "StreamMonitor",
-           "check_pattern", "pause_share", "pauses"]
+__all__ = ["HOLD_CYCLES", "PATTERNS", "PROTOCOL_RULES", "PortWatcher", "ProtocolMonitor",
+           "StreamDriver", "StreamMonitor", "check_pattern", "pause_share", "pauses"]
 
 #: The named idle and backpressure patterns (a number is a random pattern of its own).
 PATTERNS = ("none", "random", "bursty", "hold")
@@ -105,10 +105,11 @@ class _Port:
     phase, a transfer is seen when valid and ready are both high (:meth:`_took`).
     """
 
-    def __init__(self, dut, name, clock):
-        self.valid = getattr(dut, f"{name}__valid")
-        self.ready = getattr(dut, f"{name}__ready")
-        self.payload = getattr(dut, f"{name}__payload")
+    def __init__(self, dut, name, clock, *, signals=None):
+        if signals is None:
+            signals = [getattr(dut, f"{name}__{part}") for part in ("valid", "ready",
+                                                                    "payload")]
+        self.valid, self.ready, self.payload = signals
         self.clock = clock
         self.name = name
         self._task = None
@@ -196,26 +197,33 @@ class StreamMonitor(_Port):
     rules on it (see the module's docstring).
 
     ``stall`` is the pattern (a chance or a name, see :func:`pauses`) by which ``ready``
-    is low in a cycle (0 for a sink that never stalls). Every transfer's payload integer is appended to :attr:`beats`. ``after`` is
-    the drivers whose transfers are the block's input: ``valid`` before the first of
-    them since reset is an early output. A cycle with the DUT's ``rst`` high is a reset:
-    it is not checked, and what came before it is forgotten.
+    is low in a cycle (0 for a sink that never stalls). Every transfer's payload integer
+    is appended to :attr:`beats`. ``after`` is the drivers whose transfers are the
+    block's input: ``valid`` before the first of them since reset is an early output. A
+    cycle with the DUT's ``rst`` high (``reset`` at ``reset_level``, if given) is a
+    reset: it is not checked, and what came before it is forgotten.
     """
 
-    def __init__(self, dut, name, clock, *, stall=0.0, rng=None, after=()):
-        super().__init__(dut, name, clock)
+    #: Whether the monitor is the port's sink, driving its ``ready``.
+    drives_ready = True
+
+    def __init__(self, dut, name, clock, *, stall=0.0, rng=None, after=(), signals=None,
+                 reset=None, reset_level=1):
+        super().__init__(dut, name, clock, signals=signals)
         self.stall = stall
         self.rng = rng or random.Random(1)
         self._pauses = pauses(stall, self.rng)
         self.beats = []
         self.after = list(after)
-        self.reset = getattr(dut, "rst", None)
+        self.reset = getattr(dut, "rst", None) if reset is None else reset
+        self.reset_level = reset_level
         #: Every break of the stream rules, as ``{"port", "cycle", "rule", "what"}``.
         self.protocol_events = []
         self._waiting = None      # the payload (as text) of a valid beat held back
         self._since = 0           # the first cycle after the last reset
         self._fed = not self.after
-        self.ready.value = 0
+        if self.drives_ready:
+            self.ready.value = 0
 
     def _drive(self):
         self.ready.value = int(not next(self._pauses))
@@ -237,7 +245,7 @@ class StreamMonitor(_Port):
         return False
 
     def _sample(self, cycle):
-        if self.reset is not None and self.reset.value == 1:
+        if self.reset is not None and self.reset.value == self.reset_level:
             self._waiting, self._since, self._fed = None, cycle + 1, not self.after
             return
         valid, ready = self.valid.value, self.ready.value
@@ -279,3 +287,59 @@ class StreamMonitor(_Port):
             self._xz(cycle, f"payload has {unknown} X/Z of {len(bits)} bits (MSB first): "
                             f"{bits}")
             self.beats.append(int(bits.translate(str.maketrans("XZUW-LH", "0000001")), 2))
+
+
+class _Joined:
+    """Several signals read as one payload (AXI's ``tdata``, ``tkeep``, ``tlast`` and
+    ``tuser``): ``.value`` joins their values, the first signal's in the top bits."""
+
+    def __init__(self, signals):
+        self.signals = list(signals)
+
+    @property
+    def value(self):
+        return _JoinedValue([signal.value for signal in self.signals])
+
+
+class _JoinedValue:
+    def __init__(self, values):
+        self.values = values
+        self.is_resolvable = all(value.is_resolvable for value in values)
+
+    def __str__(self):
+        return "".join(str(value) for value in self.values)
+
+    def to_unsigned(self):
+        return int(str(self), 2)
+
+
+class PortWatcher(_Port):
+    """Counts the transfers of a port that something else drives and takes (a library's
+    source and sink), in :attr:`transfer_cycles`, so that a :class:`ProtocolMonitor`
+    can tell whether the block had an input yet."""
+
+    def _drive(self):
+        pass
+
+    def _took(self, cycle):
+        pass
+
+
+class ProtocolMonitor(StreamMonitor):
+    """The stream rules of :class:`StreamMonitor` on an output that something else takes
+    (cocotbext-axi's sink under the AXI names): it never drives ``ready`` and keeps no
+    beats. ``signals`` is ``(valid, ready, [payload signals])``; ``reset`` at
+    ``reset_level`` is the block in reset (``aresetn`` low)."""
+
+    drives_ready = False
+
+    def __init__(self, dut, name, clock, *, signals, reset, reset_level, after=()):
+        valid, ready, payload = signals
+        super().__init__(dut, name, clock, after=after, reset=reset,
+                         reset_level=reset_level, signals=(valid, ready, _Joined(payload)))
+
+    def _drive(self):
+        pass
+
+    def _took(self, cycle, payload):
+        pass

@@ -190,6 +190,8 @@ def run_axi(text, module, case):
             assert result_path.exists(), f"no result; see {build_dir / 'test.log'}"
             result = json.loads(result_path.read_text())
     assert not result["timed_out"], f"seed {case['seed']}: timed out; see {build_dir}"
+    assert not result["protocol_events"], (
+        f"seed {case['seed']}: breaks of the stream rules: {result['protocol_events'][:3]}")
     return result
 
 

@@ -125,6 +125,9 @@ class _XorDescription(BlockDescription):
     def default_word_width(self, lanes):
         return 8 * lanes
 
+    def min_word_width(self, lanes):
+        return 8 * lanes                # one byte a lane, always
+
     def default_tables(self):
         return 0
 
