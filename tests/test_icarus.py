@@ -107,3 +107,20 @@ def test_xz_on_a_read_port_fails_the_case(miswired, port, seed, tmp_path):
         assert any(event["port"] == port and event["what"] in (f"{miswired} is X",
                                                                f"{miswired} is Z")
                    for event in events)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.xdist_group(f"icarus-{name}-{icarus_lanes(block)}"),
+                 id=name)
+    for name, block in BLOCKS.items()])
+def test_block_under_icarus_with_no_config_write(name, seed):
+    """The tables set at elaboration and the config port never written: a reset-less
+    table register must come up with its initial value in a 4-state simulator too (one
+    whose next value nothing ever computes latches X at its first clock edge)."""
+    block = BLOCKS[name]
+    lanes = icarus_lanes(block)
+    frames = contract_frames(block, lanes, seed=seed)
+    result = run_frames(block, frames, lanes=lanes, tables=block.example_tables(),
+                        runtime_config=False, idle="bursty", stall="bursty", seed=seed,
+                        simulator="icarus")
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
