@@ -154,20 +154,19 @@ async def run_case(dut):
     def cycle_of():
         return cycle
 
-    sources, sinks, counters = {}, {}, {}
-    for port in case["inputs"]:
-        bus = AxiStreamBus.from_prefix(dut, port["prefix"])
-        source = AxiStreamSource(bus, dut.aclk, dut.aresetn, reset_active_level=False)
-        source.set_pause_generator(pause_generator(port["pause"],
-                                                   random.Random(rng.getrandbits(32))))
-        sources[port["prefix"]] = source
-        counters[port["prefix"]] = TransferCounter(dut, port["prefix"])
-    for port in case["outputs"]:
-        bus = AxiStreamBus.from_prefix(dut, port["prefix"])
-        sink = AxiStreamSink(bus, dut.aclk, dut.aresetn, reset_active_level=False)
-        sink.set_pause_generator(pause_generator(port["pause"],
-                                                 random.Random(rng.getrandbits(32))))
-        sinks[port["prefix"]] = sink
+    def attach(kind, port):
+        """A cocotbext-axi source or sink on ``port``, paused by its own pattern."""
+        end = kind(AxiStreamBus.from_prefix(dut, port["prefix"]), dut.aclk, dut.aresetn,
+                   reset_active_level=False)
+        end.set_pause_generator(pause_generator(port["pause"],
+                                                random.Random(rng.getrandbits(32))))
+        return end
+
+    # Sources first, then sinks: each draws its pause generator's seed in that order.
+    sources = {port["prefix"]: attach(AxiStreamSource, port) for port in case["inputs"]}
+    counters = {port["prefix"]: TransferCounter(dut, port["prefix"])
+                for port in case["inputs"]}
+    sinks = {port["prefix"]: attach(AxiStreamSink, port) for port in case["outputs"]}
     config = case["config"]
     driver = ConfigDriver(dut, config["writes"],
                           pause_generator(config["pause"], random.Random(rng.getrandbits(32))),
