@@ -36,13 +36,15 @@ HARDWARE_BF16_LAYER = 4
 
 
 def hardware_file(block=None):
-    """The tensor ``block`` (a name; any e4m3 block if None) is measured on:
-    ``minilm_l3_ffn2_act_s0.npy``, step 0 of layer 3's FFN2 activations, for a block of
-    e4m3 symbols; ``minilm_bf16_l4_ffn2_act_s0.npy`` for a block of bf16 values."""
+    """The tensor ``block`` (a name or a description; any e4m3 block if None) is measured
+    on: ``minilm_l3_ffn2_act_s0.npy``, step 0 of layer 3's FFN2 activations, for a block
+    of e4m3 symbols; ``minilm_bf16_l4_ffn2_act_s0.npy`` for a block of bf16 values."""
     if block is not None:
-        from .sim.blocks import get_block
+        if isinstance(block, str):
+            from .sim.blocks import get_block
 
-        if np.dtype(get_block(block).symbol_dtype) == np.uint16:
+            block = get_block(block)
+        if block.value_bits == 16:
             return hardware_bf16_file()
     return bundled_files(HARDWARE_KIND, layers=[HARDWARE_LAYER], steps=[0])[0]
 
@@ -53,14 +55,9 @@ def hardware_bf16_file():
 
 
 def sample_frames(block, count=1500):
-    """``[frame]``: the first ``count`` symbols of a bundled real tensor of ``block``'s
-    symbol type (a description), as the contract suite's round trips take them: layer 3's
-    FFN2 activations for e4m3 blocks, layer 4's for bf16 blocks."""
-    if block.value_bits == 16:
-        path = bundled_bf16_files(HARDWARE_KIND, layers=[HARDWARE_BF16_LAYER], steps=[0])[0]
-    else:
-        path = bundled_files(HARDWARE_KIND, layers=[HARDWARE_LAYER], steps=[0])[0]
-    return [np.load(path).reshape(-1)[:count]]
+    """``[frame]``: the first ``count`` symbols of :func:`hardware_file` for ``block`` (a
+    description, a pair's included), as the contract suite's round trips take them."""
+    return [np.load(hardware_file(block)).reshape(-1)[:count]]
 
 
 def throughput(block, lanes, *, word_width=None):

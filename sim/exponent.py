@@ -65,9 +65,8 @@ class _ExponentBlock(BlockDescription):
         kind = options.get("table") or "sigma"
         if not frames:
             return self.default_tables(), {"table": "default"}
-        values = np.concatenate([self.prepare(frame) for frame in frames])
-        table = (table_from_tensor_sigma(values) if kind == "sigma"
-                 else table_from_histogram(values))
+        table = (table_from_tensor_sigma(np.concatenate([self.prepare(f) for f in frames]))
+                 if kind == "sigma" else self.fitted_tables(frames))
         return table, {"table": kind, "exponents": [int(e) for e in table.exponents]}
 
     def build(self, *, lanes, word_width=None, tables=None):

@@ -43,10 +43,12 @@ class _QlcBlock(BlockDescription):
         pmf[rng.permutation(256)] = 0.8 ** np.arange(256) + 1e-6
         return QlcCode.from_pmf(pmf)
 
+    def _counts(self, frames):
+        return sum(np.bincount(self.prepare(frame), minlength=256) for frame in frames)
+
     def fitted_tables(self, frames):
         """The optimal layout and ranks for the pooled PMF of ``frames``."""
-        counts = sum(np.bincount(self.prepare(frame), minlength=256) for frame in frames)
-        return QlcCode.from_pmf(counts)
+        return QlcCode.from_pmf(self._counts(frames))
 
     def sim_tables(self, frames, options):
         """Ranks from the frames' pooled PMF or, with ``codebook``, from the codebook's
@@ -57,7 +59,7 @@ class _QlcBlock(BlockDescription):
             lengths = HuffmanCodebook.load(options["codebook"]).lengths
             pmf = 2.0 ** -lengths.astype(np.float64)
         elif frames:
-            pmf = sum(np.bincount(self.prepare(frame), minlength=256) for frame in frames)
+            pmf = self._counts(frames)
         else:
             return QlcCode.base(), {"layout": "base"}
         code = QlcCode.from_pmf(pmf, layout=QlcLayout.base() if layout == "base" else None)

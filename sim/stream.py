@@ -37,6 +37,8 @@ __all__ = ["HOLD_CYCLES", "PATTERNS", "PROTOCOL_RULES", "PortWatcher", "Protocol
 
 #: The named idle and backpressure patterns (a number is a random pattern of its own).
 PATTERNS = ("none", "random", "bursty", "hold")
+#: The chance of a pause in each cycle of the ``"random"`` pattern.
+RANDOM_CHANCE = 0.3
 #: How long the ``"hold"`` pattern pauses before it lets everything through.
 HOLD_CYCLES = 300
 #: ``"bursty"``: the chance, each cycle, of going from go to pause and from pause to go
@@ -65,7 +67,7 @@ def pause_share(pattern):
     if pattern == "none":
         return 0.0, 0
     if pattern == "random":
-        return 0.3, 0
+        return RANDOM_CHANCE, 0
     if pattern == "bursty":
         return BURST_START / (BURST_START + BURST_END), 0
     if pattern == "hold":
@@ -85,7 +87,7 @@ def pauses(pattern, rng):
         for _ in range(HOLD_CYCLES):
             yield True
         pattern = 0.0
-    chance = {"none": 0.0, "random": 0.3}.get(pattern, pattern)
+    chance = {"none": 0.0, "random": RANDOM_CHANCE}.get(pattern, pattern)
     while True:
         yield rng.random() < chance
 

@@ -10,13 +10,12 @@ each case runs on its own xdist worker group, so no build is shared with another
 
 import shutil
 
-import numpy as np
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from linkcodec.bundled import bundled_bf16_files, bundled_files
+from linkcodec.hardware import sample_frames
 from linkcodec.sim.blocks import BLOCKS
 from linkcodec.sim.contract import contract_frames
 from linkcodec.sim.harness import XZValueError, first_mismatch, run_beats, run_frames
@@ -31,15 +30,6 @@ def icarus_lanes(block):
     return 4 if 4 in block.lanes else min(block.lanes)
 
 
-def real_frame(block, count=1000):
-    """A slice of a bundled real tensor of the block's symbol type."""
-    if block.value_bits == 16:
-        path = bundled_bf16_files("ffn2_act", layers=[4])[0]
-    else:
-        path = bundled_files("ffn2_act", layers=[3])[0]
-    return np.load(path).reshape(-1)[:count]
-
-
 @pytest.mark.parametrize("name", [
     pytest.param(name, marks=pytest.mark.xdist_group(f"icarus-{name}-{icarus_lanes(block)}"),
                  id=name)
@@ -50,7 +40,7 @@ def test_block_under_icarus(name, seed):
     no edit here); an X or Z would raise."""
     block = BLOCKS[name]
     lanes = icarus_lanes(block)
-    frames = contract_frames(block, lanes, real=[real_frame(block)], seed=seed)
+    frames = contract_frames(block, lanes, real=sample_frames(block, 1000), seed=seed)
     result = run_frames(block, frames, lanes=lanes, tables=block.example_tables(),
                         idle="random", stall="random", seed=seed, simulator="icarus")
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
