@@ -127,7 +127,7 @@ class ExponentRemapEncoder(_ExponentBlock):
     """Exponent-remap encoder: ``lanes`` bf16 values a cycle in, two word streams out.
 
     Parameters (keyword-only): ``lanes`` (4, 8 or 16), ``word_width`` (a multiple of 8,
-    at least ``11 * lanes``; default :func:`default_word_width`, both streams), ``table``
+    at least ``11 * lanes``; default :func:`default_word_width`, both streams), ``tables``
     (the :class:`ExponentTable` held until one is loaded; default :data:`DEFAULT_TABLE`).
 
     Ports: ``i`` (:func:`symbol_layout` beats of 16-bit bf16 bit patterns; a frame ends

@@ -238,7 +238,7 @@ class HuffmanEncoder(_HuffmanBlock):
     """Huffman encoder: ``lanes`` e4m3 symbols a cycle in, ``word_width``-bit words out.
 
     Parameters (keyword-only): ``lanes`` (1, 2, 4 or 8), ``word_width`` (a multiple of 8;
-    default :func:`default_word_width`), ``codebook`` (the canonical
+    default :func:`default_word_width`), ``tables`` (the canonical
     :class:`~linkcodec.golden.huffman.HuffmanCodebook` both banks hold until loaded; default
     :func:`default_codebook`).
 

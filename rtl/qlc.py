@@ -143,7 +143,7 @@ class QlcEncoder(_QlcBlock):
     """QLC encoder: ``lanes`` e4m3 symbols a cycle in, ``word_width``-bit words out.
 
     Parameters (keyword-only): ``lanes`` (1, 2, 4, 8 or 16), ``word_width`` (a multiple
-    of 8; default :func:`default_word_width`), ``code`` (the :class:`QlcCode` the tables
+    of 8; default :func:`default_word_width`), ``tables`` (the :class:`QlcCode` the tables
     hold until one is loaded; default the base layout with rank = symbol value).
 
     Ports: ``i`` (:func:`symbol_layout` beats; a frame ends with the beat whose ``last``
