@@ -1,0 +1,667 @@
+"""Link flits: the golden model of how a link carries coded frames (``docs/bitstream.md``,
+"Link flits").
+
+A link carries fixed-size *flits* (``flit_bytes``: 64, 128 or 256, the last as a UCIe
+256-byte flit in raw streaming mode). Each flit is::
+
+    header (4 bytes) | body (flit_bytes - 4 - crc_bytes) | CRC field (2 bytes a 128-byte half)
+
+The header (:class:`FlitHeader`, 32 bits, most significant first) names the flit's codec
+(raw, QLC, Huffman, exponent remap), whether it carries a table, the table bank, whether
+it ends a frame, its stream, its symbol count and how many body bits it uses. The CRC
+field is reserved (zero) until the link computes a CRC there.
+
+- **Data flits.** A frame is cut into flits at symbol boundaries; each flit's symbols are
+  coded on their own (a flit is one frame for the codec), so a flit decodes without any
+  other and a lost or corrupt flit costs its own symbols only. A flit is coded only if
+  that carries more symbols than raw would: otherwise it goes **raw** (the symbols'
+  bytes), so no frame takes more flits than its raw bytes need
+  (:meth:`LinkFormat.raw_flits`). An empty frame is one raw flit of no symbols that ends
+  the frame.
+- **Streams.** Data flits are dealt to the ``streams`` round robin, flit ``n`` (counting
+  data flits only) to stream ``n % streams``: each stream's encoder and decoder code one
+  flit in ``streams``, and the receiver gives the symbols back in flit order.
+- **Tables travel in band.** A table flit carries part of a table image
+  (:func:`table_image`) into a bank (0 or 1) at a byte offset (the header's count); the
+  piece with ``last`` completes it. Data flits name the bank their symbols were coded
+  with. :class:`FlitWriter` loads each new table into the bank the data flits do not use,
+  and switches to it at the next frame; the receiver (:class:`FlitReader`) refuses a data
+  flit whose bank holds no complete table.
+
+:class:`FlitWriter` makes flits from frames and tables, :class:`FlitReader` gives the
+frames back, exactly, and raises :class:`FlitError` (naming the flit, the field and,
+for a bad code, the body bit) for a flit that no writer makes.
+"""
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .bitstream import BitstreamError, as_index, as_symbols
+from .exponent import (ESCAPE, VALUE_BITS, ExponentTable, ExponentWireError, WireFrame,
+                       wire_decode, wire_encode)
+from .huffman import HuffmanCodebook, canonical_codes
+from .qlc import AREAS, SYMBOLS, QlcCode, QlcLayout
+
+__all__ = [
+    "CODECS",
+    "DEFAULT_FLIT_BYTES",
+    "FLIT_BYTES",
+    "HEADER_BYTES",
+    "MAX_STREAMS",
+    "FlitError",
+    "FlitHeader",
+    "FlitReader",
+    "FlitWriter",
+    "LinkFormat",
+    "LinkStats",
+    "canonical_qlc",
+    "flits_from_frames",
+    "frames_from_flits",
+    "link_stats",
+    "table_from_image",
+    "table_image",
+]
+
+#: Flit sizes a link can have, in bytes.
+FLIT_BYTES = (64, 128, 256)
+DEFAULT_FLIT_BYTES = 256
+#: Bytes of the flit header.
+HEADER_BYTES = 4
+#: CRC bytes a 128-byte half of a flit reserves (a 64-byte flit counts as one half).
+CRC_BYTES_PER_HALF = 2
+#: Streams a link can deal flits to (the header's 4-bit stream field).
+MAX_STREAMS = 16
+#: The header's codec field: a data flit is raw or of the link's codec.
+CODECS = ("raw", "qlc", "huffman", "exponent")
+#: Widths of the header's count and bits fields.
+COUNT_BITS = 12
+BITS_BITS = 11
+#: Longest Huffman code a table image carries (a length is a 4-bit nibble).
+MAX_LINK_HUFFMAN_LENGTH = 15
+
+
+class FlitError(ValueError):
+    """A flit that no :class:`FlitWriter` makes. ``flit`` is its index in the sequence,
+    ``field`` the header field or part at fault (``"size"``, ``"codec"``, ``"stream"``,
+    ``"bank"``, ``"count"``, ``"bits"``, ``"body"``, ``"pad"``, ``"crc"``, ``"table"``,
+    ``"end"``) and ``bit`` the body bit position concerned, if any."""
+
+    def __init__(self, message, *, flit, field, bit=None):
+        super().__init__(f"flit {flit}: {message}")
+        self.flit, self.field, self.bit = flit, field, bit
+
+
+@dataclass(frozen=True)
+class FlitHeader:
+    """The 4-byte header, big-endian: ``codec`` (bits 31-30, an index of :data:`CODECS`),
+    ``table`` (29), ``bank`` (28), ``last`` (27), ``stream`` (26-23), ``count``
+    (22-11: symbols of a data flit, byte offset of a table piece) and ``bits`` (10-0:
+    body bits used, from the body's first bit)."""
+
+    codec: int
+    table: bool
+    bank: int
+    last: bool
+    stream: int
+    count: int
+    bits: int
+
+    def pack(self):
+        """The header's 4 bytes."""
+        word = ((self.codec << 30) | (int(self.table) << 29) | (self.bank << 28)
+                | (int(self.last) << 27) | (self.stream << 23) | (self.count << 11)
+                | self.bits)
+        return word.to_bytes(HEADER_BYTES, "big")
+
+    @classmethod
+    def unpack(cls, data):
+        """The header in the first 4 bytes of ``data``."""
+        word = int.from_bytes(bytes(data[:HEADER_BYTES]), "big")
+        return cls(codec=word >> 30, table=bool(word >> 29 & 1), bank=word >> 28 & 1,
+                   last=bool(word >> 27 & 1), stream=word >> 23 & 0xF,
+                   count=word >> 11 & ((1 << COUNT_BITS) - 1),
+                   bits=word & ((1 << BITS_BITS) - 1))
+
+
+def _bits_to_bytes(bits):
+    return (bits + 7) // 8
+
+
+# -- per-codec rules ----------------------------------------------------------------------
+
+def canonical_qlc(code):
+    """``code`` with the symbols of each area in increasing order: the same code length
+    for every symbol, so the same compression, and a table image of 3 bits a symbol
+    (its area) instead of a rank permutation."""
+    if not isinstance(code, QlcCode):
+        raise TypeError(f"tables must be a QlcCode, not {type(code).__name__}")
+    layout = code.layout
+    area_of_rank = np.repeat(np.arange(AREAS), layout.sizes)
+    area = area_of_rank[code.symbol_to_rank]
+    order = np.lexsort((np.arange(SYMBOLS), area))       # by area, then by symbol value
+    ranks = np.empty(SYMBOLS, dtype=np.int64)
+    ranks[order] = np.arange(SYMBOLS)
+    return QlcCode(layout, ranks)
+
+
+class _Codec:
+    """How one codec codes a flit's symbols (``name``, ``symbol_bytes``)."""
+
+    name = None
+    symbol_bytes = 1
+    table_type = None
+
+    def check_tables(self, tables):
+        if not isinstance(tables, self.table_type):
+            raise TypeError(f"the {self.name} link takes a {self.table_type.__name__}, not "
+                            f"{type(tables).__name__}")
+        return tables
+
+    def flit_bits(self, tables, symbols):
+        """Body bits that a flit of ``symbols[:m]`` takes, for ``m = 0 .. len``."""
+        lengths = self.lengths(tables, symbols)
+        return np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+
+    def frame_bits(self, tables, symbols):
+        """Bits of ``symbols`` coded as one frame by the codec's own blocks."""
+        return int(self.flit_bits(tables, symbols)[-1])
+
+    def encode(self, tables, symbols):
+        return tables.encode(symbols)
+
+    def decode(self, tables, body, nbits, count):
+        return tables.decode(body, nbits)
+
+
+class _Qlc(_Codec):
+    name, table_type = "qlc", QlcCode
+
+    def check_tables(self, tables):
+        return canonical_qlc(super().check_tables(tables))
+
+    def lengths(self, tables, symbols):
+        return tables.length_of[symbols]
+
+    def image(self, code):
+        layout = code.layout
+        head = bytes(b for width, size in zip(layout.suffix_bits, layout.sizes)
+                     for b in ((width << 4) | (size >> 8), size & 0xFF))
+        area = np.repeat(np.arange(AREAS), layout.sizes)[code.symbol_to_rank]
+        packed = np.packbits(((area[:, None] >> np.arange(2, -1, -1)) & 1).astype(np.uint8))
+        return head + packed.tobytes()
+
+    def image_bytes(self):
+        return 2 * AREAS + 3 * SYMBOLS // 8
+
+    def from_image(self, image):
+        head = image[:2 * AREAS]
+        widths = tuple(head[2 * a] >> 4 for a in range(AREAS))
+        sizes = tuple(((head[2 * a] & 1) << 8) | head[2 * a + 1] for a in range(AREAS))
+        if any(head[2 * a] & 0x0E for a in range(AREAS)):
+            raise ValueError("reserved bits of an area entry are set")
+        layout = QlcLayout(widths, sizes)
+        bits = np.unpackbits(np.frombuffer(image[2 * AREAS:], dtype=np.uint8))
+        area = (bits.reshape(SYMBOLS, 3) * np.array([4, 2, 1])).sum(axis=1)
+        counts = np.bincount(area, minlength=AREAS)
+        if tuple(counts) != sizes:
+            raise ValueError(f"the symbols' areas hold {tuple(int(c) for c in counts)} "
+                             f"symbols where the layout says {sizes}")
+        ranks = np.empty(SYMBOLS, dtype=np.int64)
+        ranks[np.lexsort((np.arange(SYMBOLS), area))] = np.arange(SYMBOLS)
+        return QlcCode(layout, ranks)
+
+
+class _Huffman(_Codec):
+    name, table_type = "huffman", HuffmanCodebook
+
+    def check_tables(self, tables):
+        tables = super().check_tables(tables)
+        longest = int(tables.lengths.max())
+        if longest > MAX_LINK_HUFFMAN_LENGTH:
+            raise ValueError(f"codebook {tables.id} has a {longest}-bit code; a link table "
+                             f"carries codes of at most {MAX_LINK_HUFFMAN_LENGTH} bits")
+        if not np.array_equal(canonical_codes(tables.lengths), tables.codes):
+            raise ValueError(f"codebook {tables.id} is not canonical; a link table carries "
+                             "code lengths only")
+        return tables
+
+    def lengths(self, tables, symbols):
+        return tables.lengths[symbols]
+
+    def image(self, codebook):
+        lengths = codebook.lengths.astype(np.uint8)
+        return ((lengths[0::2] << 4) | lengths[1::2]).astype(np.uint8).tobytes()
+
+    def image_bytes(self):
+        return SYMBOLS // 2
+
+    def from_image(self, image):
+        raw = np.frombuffer(image, dtype=np.uint8)
+        lengths = np.empty(SYMBOLS, dtype=np.uint8)
+        lengths[0::2], lengths[1::2] = raw >> 4, raw & 0xF
+        return HuffmanCodebook(lengths, max_length=MAX_LINK_HUFFMAN_LENGTH)
+
+
+class _Exponent(_Codec):
+    """bf16 values: the values stream (11 bits a value), then, from the next byte, the
+    escapes stream (a byte an escape)."""
+
+    name, table_type, symbol_bytes = "exponent", ExponentTable, 2
+
+    def flit_bits(self, tables, symbols):
+        escapes = tables.code_of[(symbols >> 7) & 0xFF] == ESCAPE
+        m = np.arange(symbols.size + 1, dtype=np.int64)
+        escaped = np.concatenate(([0], np.cumsum(escapes, dtype=np.int64)))
+        return 8 * _bits_to_bytes(VALUE_BITS * m) + 8 * escaped
+
+    def frame_bits(self, tables, symbols):
+        wire = wire_encode(symbols, tables)
+        return 8 * _bits_to_bytes(wire.values_bits) + wire.escapes_bits
+
+    def encode(self, tables, symbols):
+        wire = wire_encode(symbols, tables)
+        values = wire.values[:_bits_to_bytes(wire.values_bits)]
+        return values + wire.escapes, 8 * len(values) + wire.escapes_bits
+
+    def decode(self, tables, body, nbits, count):
+        split = _bits_to_bytes(VALUE_BITS * count)
+        if 8 * split > nbits:
+            raise ExponentWireError(f"{count} values take {VALUE_BITS * count} bits but "
+                                    f"the flit holds {nbits}", stream="values", bit=nbits)
+        wire = WireFrame(bytes(body[:split]), VALUE_BITS * count,
+                         bytes(body[split:_bits_to_bytes(nbits)]), nbits - 8 * split)
+        try:
+            return wire_decode(wire, tables)
+        except ExponentWireError as error:
+            offset = 0 if error.stream == "values" else 8 * split
+            raise ExponentWireError(str(error), stream=error.stream,
+                                    bit=offset + error.bit) from None
+
+    def image(self, table):
+        return bytes(table.exponents)
+
+    def image_bytes(self):
+        return 7
+
+    def from_image(self, image):
+        return ExponentTable(tuple(image))
+
+
+_CODECS = {codec.name: codec for codec in (_Qlc(), _Huffman(), _Exponent())}
+
+
+def _codec(name):
+    if name not in _CODECS:
+        raise ValueError(f"codec must be one of {', '.join(map(repr, _CODECS))}, not "
+                         f"{name!r}")
+    return _CODECS[name]
+
+
+def table_image(codec, tables):
+    """The bytes a table flit carries for ``tables`` of ``codec``: QLC, the 8 areas
+    (``suffix_bits << 12 | size``, 2 bytes each) then each symbol's area (3 bits a
+    symbol, symbol 0 first; the code is :func:`canonical_qlc`); Huffman, the 256 code
+    lengths as nibbles (symbol 0 in the high nibble; canonical codes); exponent, the 7
+    exponents of codes 1..7."""
+    codec = _codec(codec)
+    return codec.image(codec.check_tables(tables))
+
+
+def table_from_image(codec, image):
+    """The tables :func:`table_image` wrote into ``image``; ``ValueError`` if no table
+    has that image."""
+    codec = _codec(codec)
+    image = bytes(image)
+    if len(image) != codec.image_bytes():
+        raise ValueError(f"a {codec.name} table image is {codec.image_bytes()} bytes, not "
+                         f"{len(image)}")
+    return codec.from_image(image)
+
+
+# -- the format ------------------------------------------------------------------------
+
+class LinkFormat:
+    """A link's flit format: ``codec`` (``"qlc"``, ``"huffman"`` or ``"exponent"``),
+    ``streams`` (1..16) and ``flit_bytes`` (64, 128 or 256)."""
+
+    def __init__(self, codec, *, streams=1, flit_bytes=DEFAULT_FLIT_BYTES):
+        self.codec = _codec(codec).name
+        streams = as_index(streams, "streams")
+        if not 1 <= streams <= MAX_STREAMS:
+            raise ValueError(f"streams must be 1..{MAX_STREAMS}, not {streams}")
+        flit_bytes = as_index(flit_bytes, "flit_bytes")
+        if flit_bytes not in FLIT_BYTES:
+            raise ValueError(f"flit_bytes must be one of {', '.join(map(str, FLIT_BYTES))}, "
+                             f"not {flit_bytes}")
+        self.streams, self.flit_bytes = streams, flit_bytes
+
+    def __repr__(self):
+        return (f"LinkFormat({self.codec!r}, streams={self.streams}, "
+                f"flit_bytes={self.flit_bytes})")
+
+    @property
+    def codec_id(self):
+        """The header's codec field for coded data flits and table flits."""
+        return CODECS.index(self.codec)
+
+    @property
+    def symbol_bytes(self):
+        """Bytes a raw symbol takes: 1 (e4m3) or 2 (bf16, the exponent codec)."""
+        return _codec(self.codec).symbol_bytes
+
+    @property
+    def crc_bytes(self):
+        return CRC_BYTES_PER_HALF * max(1, self.flit_bytes // 128)
+
+    @property
+    def body_bytes(self):
+        return self.flit_bytes - HEADER_BYTES - self.crc_bytes
+
+    @property
+    def body_bits(self):
+        return 8 * self.body_bytes
+
+    @property
+    def raw_symbols(self):
+        """Symbols a raw flit carries (a full one)."""
+        return self.body_bytes // self.symbol_bytes
+
+    @property
+    def max_count(self):
+        """Most symbols a data flit carries (the count field's range)."""
+        return (1 << COUNT_BITS) - 1
+
+    def raw_flits(self, symbols):
+        """Flits a frame of ``symbols`` takes raw: the bound no frame exceeds."""
+        return max(1, -(-symbols // self.raw_symbols))
+
+    def flit(self, header, body=b""):
+        """A whole flit: ``header``, then ``body`` zero-padded, then the CRC field."""
+        body = bytes(body)
+        if len(body) > self.body_bytes:
+            raise ValueError(f"a body of {len(body)} bytes does not fit {self.body_bytes}")
+        return (header.pack() + body + bytes(self.body_bytes - len(body))
+                + bytes(self.crc_bytes))
+
+
+# -- writer ----------------------------------------------------------------------------
+
+class FlitWriter:
+    """Makes flits: :meth:`load` a table, :meth:`frame` a frame. Until a table is loaded
+    every flit goes raw."""
+
+    def __init__(self, fmt):
+        if not isinstance(fmt, LinkFormat):
+            raise TypeError(f"fmt must be a LinkFormat, not {type(fmt).__name__}")
+        self.fmt = fmt
+        self._codec = _codec(fmt.codec)
+        self._tables = [None, None]
+        self._bank = 0              # the bank the next data flit codes with
+        self._used = False          # whether a data flit has named that bank yet
+        self._next = 0              # data flits so far (the next one's stream)
+
+    def load(self, tables):
+        """Table flits that load ``tables`` into the bank the data flits do not use; the
+        next frame is coded with it."""
+        tables = self._codec.check_tables(tables)
+        image = self._codec.image(tables)
+        bank = 1 - self._bank if self._used else self._bank
+        flits = []
+        step = self.fmt.body_bytes
+        for offset in range(0, len(image), step):
+            piece = image[offset:offset + step]
+            header = FlitHeader(codec=self.fmt.codec_id, table=True, bank=bank,
+                                last=offset + step >= len(image), stream=0, count=offset,
+                                bits=8 * len(piece))
+            flits.append(self.fmt.flit(header, piece))
+        self._tables[bank] = tables
+        self._bank, self._used = bank, False
+        return flits
+
+    def frame(self, symbols):
+        """Data flits that carry one frame of ``symbols`` (uint8 e4m3 bytes, or uint16
+        bf16 patterns for the exponent codec)."""
+        symbols = self._symbols(symbols)
+        tables = self._tables[self._bank]
+        fmt = self.fmt
+        flits = []
+        position = 0
+        most = min(fmt.max_count, fmt.body_bits)   # a code takes at least a bit
+        while True:
+            left = symbols.size - position
+            raw = min(left, fmt.raw_symbols)
+            fits = 0
+            if tables is not None:
+                ends = self._codec.flit_bits(tables, symbols[position:position + most])
+                fits = int(np.searchsorted(ends, fmt.body_bits, side="right")) - 1
+            take = max(fits, raw)
+            chunk = symbols[position:position + take]
+            position += take
+            last = position == symbols.size
+            if fits > raw:
+                body, nbits = self._codec.encode(tables, chunk)
+                codec = fmt.codec_id
+                self._used = True
+            else:
+                body = chunk.astype(">u2").tobytes() if fmt.symbol_bytes == 2 else chunk.tobytes()
+                nbits, codec = 8 * len(body), 0
+            header = FlitHeader(codec=codec, table=False, bank=self._bank, last=last,
+                                stream=self._next % fmt.streams, count=take, bits=nbits)
+            flits.append(fmt.flit(header, body))
+            self._next += 1
+            if last:
+                return flits
+
+    def _symbols(self, symbols):
+        if self.fmt.symbol_bytes == 2:
+            array = np.asarray(symbols)
+            if array.dtype != np.uint16:
+                raise TypeError(f"the exponent link carries uint16 bf16 patterns, not "
+                                f"{array.dtype}")
+            return array.reshape(-1)
+        return as_symbols(symbols).reshape(-1)
+
+
+# -- reader ----------------------------------------------------------------------------
+
+class FlitReader:
+    """Reads flits back into frames: :meth:`read` takes one flit and returns the frame it
+    completes (or None). Raises :class:`FlitError` for a flit no writer makes."""
+
+    def __init__(self, fmt):
+        if not isinstance(fmt, LinkFormat):
+            raise TypeError(f"fmt must be a LinkFormat, not {type(fmt).__name__}")
+        self.fmt = fmt
+        self._codec = _codec(fmt.codec)
+        self._tables = [None, None]
+        self._pieces = [b"", b""]
+        self._next = 0               # data flits so far
+        self._frame = []             # the symbols of the frame in progress
+        self.index = 0               # flits read
+
+    @property
+    def in_frame(self):
+        """Whether the flits read so far end inside a frame."""
+        return bool(self._frame)
+
+    def read(self, flit):
+        index = self.index
+        self.index += 1
+        header, body = self._check(flit, index)
+        if header.table:
+            self._read_table(header, body, index)
+            return None
+        return self._read_data(header, body, index)
+
+    def _check(self, flit, index):
+        """The header and body of ``flit``, checked for what every flit must be."""
+        fmt = self.fmt
+        flit = bytes(flit)
+        if len(flit) != fmt.flit_bytes:
+            raise FlitError(f"is {len(flit)} bytes; the link's flits are {fmt.flit_bytes}",
+                            flit=index, field="size")
+        header = FlitHeader.unpack(flit)
+        body = flit[HEADER_BYTES:HEADER_BYTES + fmt.body_bytes]
+        if any(flit[fmt.flit_bytes - fmt.crc_bytes:]):
+            raise FlitError("the CRC field is reserved and must be zero", flit=index,
+                            field="crc")
+        if header.bits > fmt.body_bits:
+            raise FlitError(f"claims {header.bits} body bits; the body holds "
+                            f"{fmt.body_bits}", flit=index, field="bits")
+        self._check_pad(body, header.bits, index)
+        return header, body
+
+    def _check_pad(self, body, nbits, index):
+        bits = np.unpackbits(np.frombuffer(body, dtype=np.uint8))
+        pad = np.flatnonzero(bits[nbits:])
+        if pad.size:
+            bit = nbits + int(pad[0])
+            raise FlitError(f"body bit {bit}, past the {nbits} bits the header claims, is "
+                            f"set; pad bits are zero", flit=index, field="pad", bit=bit)
+
+    def _read_table(self, header, body, index):
+        fmt = self.fmt
+        if header.codec != fmt.codec_id:
+            raise FlitError(f"is a table flit of codec {CODECS[header.codec]!r} on a "
+                            f"{fmt.codec} link", flit=index, field="codec")
+        if header.bits % 8:
+            raise FlitError(f"a table piece is whole bytes, not {header.bits} bits",
+                            flit=index, field="bits")
+        have = self._pieces[header.bank]
+        if header.count != len(have):
+            raise FlitError(f"loads bank {header.bank} at byte {header.count}; the table "
+                            f"has {len(have)} bytes so far", flit=index, field="count")
+        image = have + body[:header.bits // 8]
+        size = self._codec.image_bytes()
+        if len(image) > size or (header.last and len(image) != size):
+            raise FlitError(f"makes a {fmt.codec} table image of {len(image)} bytes; it is "
+                            f"{size}", flit=index, field="table")
+        self._tables[header.bank] = None
+        if header.last:
+            try:
+                self._tables[header.bank] = self._codec.from_image(image)
+            except ValueError as error:
+                raise FlitError(f"holds no {fmt.codec} table: {error}", flit=index,
+                                field="table") from None
+            image = b""
+        self._pieces[header.bank] = image
+
+    def symbols(self, flit):
+        """The symbols of one data ``flit`` on its own, with the tables read so far: a
+        flit needs no other data flit (the stream order is not checked)."""
+        index = self.index
+        header, body = self._check(flit, index)
+        if header.table:
+            raise FlitError("is a table flit, not a data flit", flit=index, field="table")
+        return self._data_symbols(header, body, index)
+
+    def _read_data(self, header, body, index):
+        fmt = self.fmt
+        stream = self._next % fmt.streams
+        if header.stream != stream:
+            raise FlitError(f"names stream {header.stream}; data flit {self._next} goes to "
+                            f"stream {stream}", flit=index, field="stream")
+        symbols = self._data_symbols(header, body, index)
+        self._next += 1
+        self._frame.append(symbols)
+        if not header.last:
+            return None
+        frame = np.concatenate(self._frame)
+        self._frame = []
+        return frame
+
+    def _data_symbols(self, header, body, index):
+        fmt = self.fmt
+        if header.codec not in (0, fmt.codec_id):
+            raise FlitError(f"is coded with {CODECS[header.codec]!r} on a {fmt.codec} link",
+                            flit=index, field="codec")
+        if header.codec == 0:
+            return self._read_raw(header, body, index)
+        return self._read_coded(header, body, index)
+
+    def _read_raw(self, header, body, index):
+        size = self.fmt.symbol_bytes
+        if header.bits != 8 * size * header.count:
+            raise FlitError(f"is raw with {header.count} symbols in {header.bits} bits; "
+                            f"they take {8 * size * header.count}", flit=index, field="bits")
+        data = body[:size * header.count]
+        dtype = ">u2" if size == 2 else np.uint8
+        return np.frombuffer(data, dtype=dtype).astype(np.uint16 if size == 2 else np.uint8)
+
+    def _read_coded(self, header, body, index):
+        tables = self._tables[header.bank]
+        if tables is None:
+            raise FlitError(f"is coded with bank {header.bank}, which holds no complete "
+                            "table", flit=index, field="bank")
+        try:
+            symbols = self._codec.decode(tables, body, header.bits, header.count)
+        except (BitstreamError, ExponentWireError) as error:
+            raise FlitError(f"body: {error}", flit=index, field="body",
+                            bit=getattr(error, "bit", None)) from None
+        if symbols.size != header.count:
+            raise FlitError(f"holds {symbols.size} symbols; its header says {header.count}",
+                            flit=index, field="count")
+        return symbols
+
+
+# -- whole sequences -------------------------------------------------------------------
+
+def flits_from_frames(fmt, frames, tables=None):
+    """The flits of ``frames`` (a list of symbol arrays), after the table flits of
+    ``tables`` if given (without, every flit goes raw)."""
+    writer = FlitWriter(fmt)
+    flits = [] if tables is None else writer.load(tables)
+    for frame in frames:
+        flits += writer.frame(frame)
+    return flits
+
+
+def frames_from_flits(fmt, flits):
+    """The frames that ``flits`` carry; :class:`FlitError` for a bad flit, or for flits
+    that end inside a frame (``field="end"``)."""
+    reader = FlitReader(fmt)
+    frames = []
+    for flit in flits:
+        frame = reader.read(flit)
+        if frame is not None:
+            frames.append(frame)
+    if reader.in_frame:
+        raise FlitError("the flits end inside a frame", flit=reader.index, field="end")
+    return frames
+
+
+class LinkStats(NamedTuple):
+    """What a sequence of flits costs: ``flits`` (of which ``raw_flits`` data flits went
+    raw and ``table_flits`` carry tables), ``link_bytes`` (``flits * flit_bytes``),
+    ``symbols``, ``raw_bytes`` (the symbols' own bytes) and ``coded_bytes`` (the frames
+    coded whole by the codec, each rounded up to a byte: the codec's own frame bytes)."""
+
+    flits: int
+    raw_flits: int
+    table_flits: int
+    link_bytes: int
+    symbols: int
+    raw_bytes: int
+    coded_bytes: int
+
+
+def link_stats(fmt, flits, frames, tables=None):
+    """:class:`LinkStats` of ``flits`` that carry ``frames`` coded with ``tables``."""
+    headers = [FlitHeader.unpack(flit) for flit in flits]
+    symbols = sum(int(np.asarray(frame).size) for frame in frames)
+    coded = 0
+    if tables is not None:
+        codec = _codec(fmt.codec)
+        checked = codec.check_tables(tables)
+        for frame in frames:
+            coded += _bits_to_bytes(codec.frame_bits(checked, np.asarray(frame).reshape(-1)))
+    return LinkStats(
+        flits=len(flits),
+        raw_flits=sum(1 for h in headers if not h.table and h.codec == 0),
+        table_flits=sum(1 for h in headers if h.table),
+        link_bytes=len(flits) * fmt.flit_bytes,
+        symbols=symbols,
+        raw_bytes=symbols * fmt.symbol_bytes,
+        coded_bytes=coded)
