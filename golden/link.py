@@ -18,9 +18,10 @@ field is reserved (zero) until the link computes a CRC there.
   bytes), so no frame takes more flits than its raw bytes need
   (:meth:`LinkFormat.raw_flits`). An empty frame is one raw flit of no symbols that ends
   the frame.
-- **Streams.** Data flits are dealt to the ``streams`` round robin, flit ``n`` (counting
-  data flits only) to stream ``n % streams``: each stream's encoder and decoder code one
-  flit in ``streams``, and the receiver gives the symbols back in flit order.
+- **Streams.** A link carries ``streams`` independent symbol streams side by side, each
+  with its own encoder and decoder; a flit names its stream, the flits of different
+  streams may interleave in any order, and the receiver gives each stream's frames back
+  in the order they were sent on it.
 - **Tables travel in band.** A table flit carries part of a table image
   (:func:`table_image`) into a bank (0 or 1) at a byte offset (the header's count); the
   piece with ``last`` completes it. Data flits name the bank their symbols were coded
@@ -57,6 +58,7 @@ __all__ = [
     "LinkFormat",
     "LinkStats",
     "canonical_qlc",
+    "deal",
     "flits_from_frames",
     "frames_from_flits",
     "link_stats",
@@ -400,7 +402,6 @@ class FlitWriter:
         self._tables = [None, None]
         self._bank = 0              # the bank the next data flit codes with
         self._used = False          # whether a data flit has named that bank yet
-        self._next = 0              # data flits so far (the next one's stream)
 
     def load(self, tables):
         """Table flits that load ``tables`` into the bank the data flits do not use; the
@@ -420,9 +421,12 @@ class FlitWriter:
         self._bank, self._used = bank, False
         return flits
 
-    def frame(self, symbols):
+    def frame(self, symbols, stream=0):
         """Data flits that carry one frame of ``symbols`` (uint8 e4m3 bytes, or uint16
-        bf16 patterns for the exponent codec)."""
+        bf16 patterns for the exponent codec) on ``stream``."""
+        stream = as_index(stream, "stream")
+        if not 0 <= stream < self.fmt.streams:
+            raise ValueError(f"stream must be 0..{self.fmt.streams - 1}, not {stream}")
         symbols = self._symbols(symbols)
         tables = self._tables[self._bank]
         fmt = self.fmt
@@ -448,9 +452,8 @@ class FlitWriter:
                 body = chunk.astype(">u2").tobytes() if fmt.symbol_bytes == 2 else chunk.tobytes()
                 nbits, codec = 8 * len(body), 0
             header = FlitHeader(codec=codec, table=False, bank=self._bank, last=last,
-                                stream=self._next % fmt.streams, count=take, bits=nbits)
+                                stream=stream, count=take, bits=nbits)
             flits.append(fmt.flit(header, body))
-            self._next += 1
             if last:
                 return flits
 
@@ -467,8 +470,9 @@ class FlitWriter:
 # -- reader ----------------------------------------------------------------------------
 
 class FlitReader:
-    """Reads flits back into frames: :meth:`read` takes one flit and returns the frame it
-    completes (or None). Raises :class:`FlitError` for a flit no writer makes."""
+    """Reads flits back into frames: :meth:`read` takes one flit and returns ``(stream,
+    frame)`` for the frame it completes, or None. Raises :class:`FlitError` for a flit no
+    writer makes."""
 
     def __init__(self, fmt):
         if not isinstance(fmt, LinkFormat):
@@ -477,14 +481,13 @@ class FlitReader:
         self._codec = _codec(fmt.codec)
         self._tables = [None, None]
         self._pieces = [b"", b""]
-        self._next = 0               # data flits so far
-        self._frame = []             # the symbols of the frame in progress
+        self._frames = {}            # stream: the symbol arrays of its frame in progress
         self.index = 0               # flits read
 
     @property
     def in_frame(self):
-        """Whether the flits read so far end inside a frame."""
-        return bool(self._frame)
+        """The streams whose flits so far end inside a frame."""
+        return sorted(self._frames)
 
     def read(self, flit):
         index = self.index
@@ -558,22 +561,19 @@ class FlitReader:
         return self._data_symbols(header, body, index)
 
     def _read_data(self, header, body, index):
-        fmt = self.fmt
-        stream = self._next % fmt.streams
-        if header.stream != stream:
-            raise FlitError(f"names stream {header.stream}; data flit {self._next} goes to "
-                            f"stream {stream}", flit=index, field="stream")
         symbols = self._data_symbols(header, body, index)
-        self._next += 1
-        self._frame.append(symbols)
+        parts = self._frames.setdefault(header.stream, [])
+        parts.append(symbols)
         if not header.last:
             return None
-        frame = np.concatenate(self._frame)
-        self._frame = []
-        return frame
+        del self._frames[header.stream]
+        return header.stream, np.concatenate(parts)
 
     def _data_symbols(self, header, body, index):
         fmt = self.fmt
+        if header.stream >= fmt.streams:
+            raise FlitError(f"names stream {header.stream}; the link has {fmt.streams}",
+                            flit=index, field="stream")
         if header.codec not in (0, fmt.codec_id):
             raise FlitError(f"is coded with {CODECS[header.codec]!r} on a {fmt.codec} link",
                             flit=index, field="codec")
@@ -608,19 +608,28 @@ class FlitReader:
 
 # -- whole sequences -------------------------------------------------------------------
 
+def deal(frames, streams):
+    """``frames`` dealt to ``streams`` round robin: ``[(stream, frame)]``, frame ``n`` on
+    stream ``n % streams``."""
+    return [(index % streams, frame) for index, frame in enumerate(frames)]
+
+
 def flits_from_frames(fmt, frames, tables=None):
-    """The flits of ``frames`` (a list of symbol arrays), after the table flits of
-    ``tables`` if given (without, every flit goes raw)."""
+    """The flits of ``frames`` (``(stream, symbols)`` pairs, or symbol arrays for stream
+    0), one frame after another, after the table flits of ``tables`` if given (without,
+    every flit goes raw)."""
     writer = FlitWriter(fmt)
     flits = [] if tables is None else writer.load(tables)
     for frame in frames:
-        flits += writer.frame(frame)
+        stream, symbols = frame if isinstance(frame, tuple) else (0, frame)
+        flits += writer.frame(symbols, stream)
     return flits
 
 
 def frames_from_flits(fmt, flits):
-    """The frames that ``flits`` carry; :class:`FlitError` for a bad flit, or for flits
-    that end inside a frame (``field="end"``)."""
+    """The frames that ``flits`` carry, as ``(stream, symbols)`` in the order they end;
+    :class:`FlitError` for a bad flit, or for flits that end inside a frame
+    (``field="end"``)."""
     reader = FlitReader(fmt)
     frames = []
     for flit in flits:
@@ -628,7 +637,8 @@ def frames_from_flits(fmt, flits):
         if frame is not None:
             frames.append(frame)
     if reader.in_frame:
-        raise FlitError("the flits end inside a frame", flit=reader.index, field="end")
+        raise FlitError(f"the flits end inside a frame of stream {reader.in_frame[0]}",
+                        flit=reader.index, field="end")
     return frames
 
 
@@ -650,6 +660,7 @@ class LinkStats(NamedTuple):
 def link_stats(fmt, flits, frames, tables=None):
     """:class:`LinkStats` of ``flits`` that carry ``frames`` coded with ``tables``."""
     headers = [FlitHeader.unpack(flit) for flit in flits]
+    frames = [frame[1] if isinstance(frame, tuple) else frame for frame in frames]
     symbols = sum(int(np.asarray(frame).size) for frame in frames)
     coded = 0
     if tables is not None:

@@ -15,6 +15,7 @@ from linkcodec.golden.link import (
     FlitWriter,
     LinkFormat,
     canonical_qlc,
+    deal,
     flits_from_frames,
     frames_from_flits,
     link_stats,
@@ -41,9 +42,16 @@ def _tables(codec, earlier):
 
 
 def _same(frames, back):
+    """``back`` (``(stream, symbols)`` from the reader) holds ``frames`` (arrays on stream
+    0, or ``(stream, symbols)``), each stream's in order."""
+    frames = [f if isinstance(f, tuple) else (0, f) for f in frames]
     assert len(frames) == len(back)
-    for frame, got in zip(frames, back):
-        np.testing.assert_array_equal(np.asarray(frame).reshape(-1), got)
+    for stream in {s for s, _ in frames}:
+        mine = [f for s, f in frames if s == stream]
+        got = [f for s, f in back if s == stream]
+        assert len(mine) == len(got)
+        for frame, symbols in zip(mine, got):
+            np.testing.assert_array_equal(np.asarray(frame).reshape(-1), symbols)
 
 
 @pytest.mark.parametrize("codec", ["qlc", "huffman", "exponent"])
@@ -51,14 +59,15 @@ def _same(frames, back):
 def test_round_trip_on_the_sample(codec, streams, flit_bytes):
     earlier, later = _sample("ffn1_act", codec)
     tables = _tables(codec, earlier)
-    frames = [later[0][:0], later[0][:1], later[0][:5000], later[1]]
+    frames = deal([later[0][:0], later[0][:1], later[0][:5000], later[1], later[0][5000:]],
+                  streams)
     fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
     flits = flits_from_frames(fmt, frames, tables)
     _same(frames, frames_from_flits(fmt, flits))
     headers = [FlitHeader.unpack(flit) for flit in flits]
     data = [h for h in headers if not h.table]
-    assert [h.stream for h in data] == [n % streams for n in range(len(data))]
     assert sum(h.last for h in data) == len(frames)
+    assert {h.stream for h in data} == {s for s, _ in frames}
     assert any(h.codec == fmt.codec_id for h in data)       # coded flits, not only raw
 
 
@@ -72,7 +81,7 @@ def test_overhead_on_the_sample(codec):
         earlier, later = _sample(kind, codec)
         tables = _tables(codec, earlier)
         fmt = LinkFormat(codec, streams=4)
-        flits = flits_from_frames(fmt, later, tables)
+        flits = flits_from_frames(fmt, deal(later, 4), tables)
         stats = link_stats(fmt, flits, later, tables)
         assert stats.link_bytes <= 1.04 * stats.coded_bytes, (kind, stats)
         raw = sum(fmt.raw_flits(f.size) for f in later) + stats.table_flits
@@ -232,7 +241,7 @@ BAD_FLITS = [
     (1, lambda f: f[:-1] + b"\x01", "crc"),
     (1, lambda f: _with(f, bits=1985), "bits"),
     (1, lambda f: _with(f, bits=_bits_of(f) - 1), "pad"),
-    (1, lambda f: _with(f, stream=1), "stream"),
+    (1, lambda f: _with(f, stream=2), "stream"),
     (1, lambda f: _with(f, codec=2), "codec"),
     (1, lambda f: _with(f, bank=1), "bank"),
     (1, lambda f: _with(f, count=_count_of(f) + 1), "count"),
