@@ -16,7 +16,7 @@ from linkcodec.sim.blocks import BLOCKS
 
 
 def _model(**given):
-    base = dict(raw_bytes_per_symbol=1, flit_bytes=256)
+    base = {"raw_bytes_per_symbol": 1, "flit_bytes": 256}
     return link_model(**{**base, **given})
 
 
@@ -70,8 +70,8 @@ def test_codec_limited_by_hand():
 def test_streams_to_keep_up_at_the_boundary(gbps, bytes_per_symbol, clock_mhz, spc, needed):
     """The last stream count that does not keep up, and the first that does."""
     figures = StreamFigures(spc, 14, 120.0)
-    common = dict(gbps=gbps, clock_mhz=clock_mhz, link_bytes_per_symbol=bytes_per_symbol,
-                  figures=figures)
+    common = {"gbps": gbps, "clock_mhz": clock_mhz,
+              "link_bytes_per_symbol": bytes_per_symbol, "figures": figures}
     short = _model(streams=needed - 1, **common)
     enough = _model(streams=needed, **common)
     assert short["limited_by"] == "codecs"
