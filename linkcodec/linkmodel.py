@@ -320,6 +320,10 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
     latency_ns = (stream.latency_cycles + fill_cycles) * cycle_ns + serialisation_ns
 
     raw_gbps = effective * raw_bits / 1e9
+    # What the same wire carries in raw flits, uncoded: the body's whole symbols.
+    body_bytes = LinkFormat(codec, flit_bytes=flit_bytes).body_bytes
+    raw_flit_gbps = gbps * (body_bytes // raw_bytes_per_symbol) * raw_bytes_per_symbol \
+        / flit_bytes
     return {
         "gbps": gbps,
         "clock_mhz": clock_mhz,
@@ -338,6 +342,7 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
         "effective_raw_gbps": raw_gbps,
         "gain": raw_gbps / gbps,
         "wire_gain": raw_bytes_per_symbol / link_bytes_per_symbol,
+        "raw_flits_gbps": raw_flit_gbps,
         "limited_by": "wire" if wire_limits else "codecs",
         "streams_to_keep_up": keep_up,
         "keep_up_within_streams": keep_up <= MAX_STREAMS,
@@ -380,6 +385,9 @@ def format_answer(answer, sample=None):
         (f"effective: {a['effective_raw_gbps']:,.2f} Gb/s of raw data ({raw_bits} bits a "
          f"{unit[:-1]}), {a['gain']:.3f}x the wire's {a['gbps']:g} Gb/s; the "
          f"{'wire limits' if a['limited_by'] == 'wire' else 'codecs limit'}"),
+        (f"  (raw flits alone, uncoded, carry {a['raw_flits_gbps']:,.2f} Gb/s of raw data"
+         + ("; coding gains nothing at this clock and stream count)"
+            if a["effective_raw_gbps"] <= a["raw_flits_gbps"] else ")")),
     ]
     keep = a["streams_to_keep_up"]
     lines.append(f"streams to keep up with the wire at {a['clock_mhz']:g} MHz: {keep}"
