@@ -59,6 +59,7 @@ __all__ = [
     "link_overhead_rows",
     "measure_link",
     "render_link_overhead",
+    "render_measured",
     "run",
     "stream_figures",
 ]
@@ -150,6 +151,23 @@ MEASURED = {
 #: until they are measured; each joins as a :class:`Part` (its symbols per cycle,
 #: latency and Fmax count as a codec block's do).
 LINK_PARTS = ()
+
+
+def render_measured(measured=None):
+    """:data:`MEASURED` as a Markdown table, a row a block, each figure's command beside."""
+    from .tables import markdown_table
+
+    measured = MEASURED if measured is None else measured
+    rows = []
+    for (codec, _), parts in measured.items():
+        for part in parts:
+            commands = part.commands
+            rows.append([codec, f"`{part.block}`", str(part.lanes),
+                         f"{part.symbols_per_cycle}", str(part.latency_cycles),
+                         f"{part.fmax_mhz}",
+                         f"`{commands['symbols_per_cycle']}`; `{commands['fmax_mhz']}`"])
+    return markdown_table(["codec", "block", "lanes", "symbols/cycle", "latency (cycles)",
+                           "Fmax (MHz)", "measured by"], rows, align="lllrrrl")
 
 
 def figures_for(codec, lanes=None):
