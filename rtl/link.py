@@ -1,0 +1,675 @@
+"""The link: ``streams`` encoders packing flits onto one link word, and the decoders behind.
+
+:class:`LinkTx` takes ``streams`` independent symbol streams (``i_s0``, ``i_s1``, ...),
+codes each into self-contained flits (``docs/bitstream.md``, "Link flits";
+:mod:`linkcodec.golden.link` is the golden model) and puts the flits on ``o``, one
+``link_bytes``-byte word a cycle. :class:`LinkRx` takes those words on ``i``, routes each
+flit to its stream's decoder and gives each stream's symbols back, in order, on ``o_s0``,
+``o_s1``, .... :class:`LinkPair` is one driving the other.
+
+Each stream of :class:`LinkTx`:
+
+1. a *cutter* reads each symbol's code length from a length table and cuts the stream
+   into flit-sized chunks at symbol boundaries, as the golden :class:`FlitWriter` does:
+   a chunk is coded only if that carries more symbols than a raw flit (the choice is
+   known at the raw flit's ``n + 1``-th symbol, or at the frame's end), else it goes raw;
+2. a chunk queue (a block RAM of 512 symbols) holds the symbols until their chunk's
+   choice is known;
+3. coded chunks go through the codec's encoder (one chunk, one encoder frame); raw ones
+   go round it;
+4. the body is written into a flit buffer of two flits (distributed RAM, ``link_bytes``
+   wide), and the header once the chunk ends; a full flit waits for the link.
+
+The link side takes the streams' full flits round robin, a flit at a time, and sends
+each as ``flit_bytes / link_bytes`` words, the header in front, every bit past the
+header's ``bits`` zero (the CRC field included: reserved).
+
+Each stream of :class:`LinkRx` has a flit buffer of two flits; a raw flit is read out a
+symbol a cycle, a coded one is fed to the codec's decoder a word a cycle, and the
+stream's output takes the two in flit order. A frame's end (``last``) comes from the
+header of its last flit. A flit whose decoder frame ends in an error, or whose symbols
+are not as many as its header says, ends with the error beat (``error = 1, last =
+1``); table flits and flits that name a stream the link does not have are dropped.
+
+Limits of this version: 1 lane a stream, the QLC and Huffman codecs, tables set at
+elaboration (``tables=``, the same at both ends; the flits name bank 0). Table flits in
+band, the exponent codec and wider streams follow.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..golden.huffman import HuffmanCodebook
+from ..golden.link import CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, LinkFormat, canonical_qlc
+from ..golden.qlc import QlcCode
+from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
+from .payload import symbol_layout, word_layout
+
+__all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "LINK_WORD_WIDTH", "LinkTx", "LinkRx",
+           "LinkPair", "link_tables"]
+
+#: Codecs the link hardware carries (the golden model carries the exponent codec too).
+LINK_CODECS = ("qlc", "huffman")
+#: Bytes a link word carries by default (a cycle of a UCIe x16 link at 32 GT/s, 1 GHz).
+DEFAULT_LINK_BYTES = 64
+#: Width of the coded words between a stream's codec block and its flit buffer.
+LINK_WORD_WIDTH = 16
+#: Symbols the chunk queue of a stream holds (more than a raw flit's, as it must).
+CHUNK_QUEUE_DEPTH = 512
+
+
+def link_tables(codec, tables=None):
+    """The tables a link of ``codec`` holds: ``tables`` (a :class:`QlcCode` made
+    canonical, or a canonical :class:`HuffmanCodebook`), or the codec's default."""
+    if codec == "qlc":
+        return canonical_qlc(QlcCode.base() if tables is None else tables)
+    if codec == "huffman":
+        return check_codebook(default_codebook() if tables is None else tables)
+    raise ValueError(f"codec must be one of {', '.join(map(repr, LINK_CODECS))}, not "
+                     f"{codec!r}")
+
+
+def _code_lengths(codec, tables):
+    if codec == "qlc":
+        return [int(length) for length in tables.length_of]
+    return [int(length) for length in tables.lengths]
+
+
+def _blocks(codec):
+    if codec == "qlc":
+        from .qlc import QlcDecoder, QlcEncoder
+        return QlcEncoder, QlcDecoder
+    return HuffmanEncoder, HuffmanDecoder
+
+
+class _Params:
+    """The checked parameters both ends share."""
+
+    def __init__(self, *, codec, streams, lanes, flit_bytes, link_bytes, tables):
+        if codec not in LINK_CODECS:
+            raise ValueError(f"codec must be one of {', '.join(map(repr, LINK_CODECS))} in "
+                             f"hardware, not {codec!r}")
+        if lanes != 1:
+            raise ValueError(f"lanes must be 1 (a lane a stream) in this version, not "
+                             f"{lanes!r}")
+        self.fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
+        if (not isinstance(link_bytes, int) or isinstance(link_bytes, bool)
+                or link_bytes < 8 or link_bytes & (link_bytes - 1)
+                or link_bytes > flit_bytes):
+            raise ValueError(f"link_bytes must be a power of two from 8 to flit_bytes "
+                             f"({flit_bytes}), not {link_bytes!r}")
+        if tables is not None and not isinstance(tables, (QlcCode, HuffmanCodebook)):
+            raise TypeError(f"tables must be a QlcCode or a HuffmanCodebook, not "
+                            f"{type(tables).__name__}")
+        self.codec, self.streams, self.lanes = codec, streams, lanes
+        self.flit_bytes, self.link_bytes = flit_bytes, link_bytes
+        self.tables = link_tables(codec, tables)
+        self.rows = flit_bytes // link_bytes            # link words a flit
+        self.row_bits = 8 * link_bytes
+
+
+def _header(*, codec, last, stream, count, bits):
+    """The 32 header bits (``FlitHeader``: codec, table, bank, last, stream, count,
+    bits), as a value whose MSB is the flit's first bit."""
+    return Cat(bits[:11], count[:12], Const(stream, 4), last, Const(0, 1), Const(0, 1),
+               codec[:2])
+
+
+def _byte_enables(position, size, link_bytes):
+    """Write enables (one a byte, the row's first byte the top one) of ``size`` bytes
+    from body byte ``position`` of a row of ``link_bytes``."""
+    column = position % link_bytes
+    return Cat(*[(column <= link_bytes - 1 - enable)
+                 & (column + size > link_bytes - 1 - enable)
+                 for enable in range(link_bytes)])
+
+
+def _byte_of_row(row, column, link_bytes):
+    """Byte ``column`` (0 is the row's first byte, its top bits) of ``row``."""
+    return row.word_select(link_bytes - 1 - column, 8)
+
+
+# -- the transmitter ---------------------------------------------------------------------
+
+class _TxStream(wiring.Component):
+    """One stream of :class:`LinkTx`: cutter, chunk queue, encoder and flit buffer.
+
+    ``flit_valid`` says a full flit waits; the link side reads its rows (``row``,
+    ``row_data``, asynchronously) with ``header`` and ``bits`` beside, and pulses
+    ``flit_taken`` after its last word."""
+
+    def __init__(self, params, index):
+        self._params, self._index = params, index
+        super().__init__({
+            "i": In(stream.Signature(symbol_layout(1))),
+            "flit_valid": Out(1),
+            "flit_taken": In(1),
+            "row": In(range(params.rows)),
+            "row_data": Out(params.row_bits),
+            "header": Out(32),
+            "bits": Out(11),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        fmt = p.fmt
+        body_bits, raw_symbols = fmt.body_bits, fmt.raw_symbols
+        coded_id = CODECS.index(p.codec)
+
+        # -- 1. the cutter ------------------------------------------------------------
+        m.submodules.lengths = lengths = Memory(
+            shape=unsigned(5), depth=256, init=_code_lengths(p.codec, p.tables))
+        length_read = lengths.read_port(domain="comb")
+        m.submodules.chunks = chunks = SyncFIFOBuffered(width=10, depth=CHUNK_QUEUE_DEPTH)
+        m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=4)     # 1 = raw
+        info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1})
+        m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=4)
+
+        symbol = self.i.payload.symbols[0]
+        has = self.i.payload.count != 0
+        acc = Signal(12)                  # bits of the chunk so far, coded
+        count = Signal(12)                # its symbols
+        coded = Signal()                  # its choice is known: coded
+        new_acc = Signal(12)
+        m.d.comb += [length_read.addr.eq(symbol), new_acc.eq(acc + length_read.data)]
+        space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
+        # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
+        # n + 1-th symbol that does not fit coded (then the chunk goes raw).
+        over = new_acc > body_bits
+        cut = has & Mux(coded, over, (count == raw_symbols) & over)
+        decide = has & ~coded & (count == raw_symbols) & ~over
+        entry = Signal(data.StructLayout({"symbol": 8, "has": 1, "end": 1}))
+        info = Signal(info_layout)
+        m.d.comb += [chunks.w_data.eq(entry), infos.w_data.eq(info),
+                     self.i.ready.eq(space & ~cut)]
+
+        def close(*, raw, count_, bits_, last):
+            m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
+                         info.last.eq(last), infos.w_en.eq(1)]
+            m.d.sync += [acc.eq(0), count.eq(0), coded.eq(0)]
+
+        with m.If(self.i.valid & space):
+            with m.If(cut):
+                # A marker entry ends the chunk; the symbol is taken next cycle.
+                m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunks.w_en.eq(1)]
+                m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(~coded)]
+                close(raw=~coded, count_=count, bits_=Mux(coded, acc, count << 3), last=0)
+            with m.Else():
+                m.d.comb += [entry.symbol.eq(symbol), entry.has.eq(has),
+                             entry.end.eq(self.i.payload.last),
+                             chunks.w_en.eq(has | self.i.payload.last)]
+                with m.If(has):
+                    m.d.sync += [acc.eq(new_acc), count.eq(count + 1)]
+                with m.If(decide):
+                    m.d.sync += coded.eq(1)
+                    m.d.comb += [modes.w_data.eq(0), modes.w_en.eq(1)]
+                with m.If(self.i.payload.last):
+                    now_coded = coded | decide
+                    total = count + has
+                    with m.If(~now_coded):
+                        m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(1)]
+                    close(raw=~now_coded, count_=total,
+                          bits_=Mux(now_coded, Mux(has, new_acc, acc), total << 3), last=1)
+
+        # -- 2, 3. the reader: chunks to the encoder, or round it ----------------------
+        encoder_class, _ = _blocks(p.codec)
+        m.submodules.encoder = encoder = encoder_class(
+            lanes=1, word_width=LINK_WORD_WIDTH, tables=p.tables)
+        m.submodules.body_modes = body_modes = SyncFIFOBuffered(width=1, depth=4)
+        reading = Signal()
+        raw = Signal()
+        head = Signal(entry.shape())
+        m.d.comb += head.eq(chunks.r_data)
+        raw_valid = Signal()
+        raw_ready = Signal()
+        with m.If(~reading):
+            m.d.comb += [modes.r_en.eq(body_modes.w_rdy), body_modes.w_en.eq(modes.r_rdy),
+                         body_modes.w_data.eq(modes.r_data)]
+            with m.If(modes.r_rdy & body_modes.w_rdy):
+                m.d.sync += [reading.eq(1), raw.eq(modes.r_data)]
+        with m.Else():
+            taken = Mux(raw, raw_ready, encoder.i.ready)
+            m.d.comb += [
+                encoder.i.valid.eq(~raw & chunks.r_rdy),
+                encoder.i.payload.symbols[0].eq(head.symbol),
+                encoder.i.payload.count.eq(head.has),
+                encoder.i.payload.last.eq(head.end),
+                raw_valid.eq(raw & chunks.r_rdy),
+                chunks.r_en.eq(taken),
+            ]
+            with m.If(chunks.r_rdy & taken & head.end):
+                m.d.sync += reading.eq(0)
+
+        # -- 4. the flit buffer: two flits of rows --------------------------------------
+        rows, link_bytes = p.rows, p.link_bytes
+        m.submodules.flits = flits = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
+                                            init=[])
+        write = flits.write_port(granularity=8)
+        read = flits.read_port(domain="comb")
+        full = Signal(2)                  # each slot holds a whole flit
+        slot = Signal()                   # the slot being written
+        out_slot = Signal()               # the slot the link reads
+        headers = [Signal(32, name=f"header{n}") for n in range(2)]
+        bit_counts = [Signal(11, name=f"bits{n}") for n in range(2)]
+        position = Signal(range(fmt.body_bytes + 2))    # body bytes written
+        writing = Signal()
+        writing_raw = Signal()
+        finishing = Signal()
+        word = encoder.o.payload
+        with m.If(~writing):
+            with m.If(body_modes.r_rdy & ~full.bit_select(slot, 1)):
+                m.d.comb += body_modes.r_en.eq(1)
+                m.d.sync += [writing.eq(1), writing_raw.eq(body_modes.r_data),
+                             position.eq(0), finishing.eq(0)]
+        with m.Elif(finishing):
+            with m.If(infos.r_rdy):
+                done = Signal(info_layout)
+                m.d.comb += [done.eq(infos.r_data), infos.r_en.eq(1)]
+                codec_field = Mux(done.raw, 0, coded_id)
+                value = _header(codec=Const(0, 2) | codec_field, last=done.last,
+                                stream=self._index, count=done.count, bits=done.bits)
+                with m.If(slot):
+                    m.d.sync += [headers[1].eq(value), bit_counts[1].eq(done.bits)]
+                with m.Else():
+                    m.d.sync += [headers[0].eq(value), bit_counts[0].eq(done.bits)]
+                m.d.sync += [full.bit_select(slot, 1).eq(1), slot.eq(~slot),
+                             writing.eq(0), finishing.eq(0)]
+        with m.Elif(writing_raw):
+            m.d.comb += raw_ready.eq(1)
+            with m.If(raw_valid):
+                with m.If(head.has):
+                    m.d.comb += [write.addr.eq(slot * rows + position // link_bytes),
+                                 write.data.eq(Cat(*[head.symbol] * link_bytes)),
+                                 write.en.eq(_byte_enables(position, 1, link_bytes))]
+                    m.d.sync += position.eq(position + 1)
+                with m.If(head.end):
+                    m.d.sync += finishing.eq(1)
+        with m.Else():
+            m.d.comb += encoder.o.ready.eq(1)
+            with m.If(encoder.o.valid):
+                m.d.comb += [write.addr.eq(slot * rows + position // link_bytes),
+                             write.data.eq(Cat(*[word.data] * (link_bytes // 2))),
+                             write.en.eq(_byte_enables(position, 2, link_bytes))]
+                m.d.sync += position.eq(position + 2)
+                with m.If(word.last):
+                    m.d.sync += finishing.eq(1)
+
+        # -- the link side's view ---------------------------------------------------------
+        m.d.comb += [
+            self.flit_valid.eq(full.bit_select(out_slot, 1)),
+            read.addr.eq(out_slot * rows + self.row),
+            self.row_data.eq(read.data),
+            self.header.eq(Mux(out_slot, headers[1], headers[0])),
+            self.bits.eq(Mux(out_slot, bit_counts[1], bit_counts[0])),
+        ]
+        with m.If(self.flit_taken):
+            # (The slot the link frees is never the one being filled.)
+            m.d.sync += [out_slot.eq(~out_slot), full.bit_select(out_slot, 1).eq(0)]
+        return m
+
+
+class LinkTx(wiring.Component):
+    """``streams`` symbol streams in, flits out on one link word (see the module's
+    docstring).
+
+    Parameters (keyword-only): ``codec`` (``"qlc"`` or ``"huffman"``), ``streams`` (1 to
+    16), ``lanes`` (1), ``flit_bytes`` (64, 128 or 256), ``link_bytes`` (a power of two
+    from 8 to ``flit_bytes``; default 64), ``tables`` (the code both ends hold; default
+    the codec's default).
+
+    Ports: ``i_s0`` .. ``i_s{streams-1}`` (:func:`symbol_layout` beats of 1 lane, frames
+    ended by ``last``), ``o`` (:func:`word_layout` of ``8 * link_bytes`` bits: ``data``
+    (the flit's first byte in the top bits), ``bits`` (always the full word) and
+    ``last`` on a flit's final word).
+
+    Throughput: a symbol a cycle a stream while the coded flits leave the link room (a
+    flit takes ``flit_bytes / link_bytes + 1`` link cycles); the cutter spends one more
+    cycle a flit. Latency: a flit leaves once it is full (or its frame ended), so a
+    symbol waits for the rest of its flit: about a flit's worth of symbols, plus the
+    encoder's latency and 4 cycles; ``linkcodec sim link`` measures it. Backpressure on
+    ``o`` holds the link side; each stream then fills its two flits and its chunk queue,
+    and its ``i.ready`` falls. ``i.ready`` depends on ``i.payload`` (a cut takes a
+    cycle) but never on ``o.ready``. Every byte is a valid symbol. Reset clears every
+    queue and flit in flight; the tables (set at elaboration) stay.
+    """
+
+    def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
+                 link_bytes=DEFAULT_LINK_BYTES, tables=None):
+        self._params = _Params(codec=codec, streams=streams, lanes=lanes,
+                               flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
+        members = {f"i_s{index}": In(stream.Signature(symbol_layout(1)))
+                   for index in range(streams)}
+        members["o"] = Out(stream.Signature(word_layout(self._params.row_bits)))
+        super().__init__(members)
+
+    @property
+    def tables(self):
+        return self._params.tables
+
+    @property
+    def format(self):
+        """The :class:`~linkcodec.golden.link.LinkFormat` of the flits."""
+        return self._params.fmt
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        units = []
+        for index in range(p.streams):
+            unit = _TxStream(p, index)
+            m.submodules[f"stream{index}"] = unit
+            wiring.connect(m, wiring.flipped(getattr(self, f"i_s{index}")), unit.i)
+            units.append(unit)
+
+        # Round robin over the streams' full flits, a flit at a time.
+        current = Signal(range(p.streams))
+        sending = Signal()
+        row = Signal(range(p.rows))
+        tail = Signal(8 * HEADER_BYTES)          # the last 4 bytes of the row before
+        advance = ~self.o.valid | self.o.ready
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+
+        selected = units[0]
+        row_data = Signal(p.row_bits)
+        header = Signal(32)
+        bits = Signal(11)
+        with m.Switch(current):
+            for index, unit in enumerate(units):
+                with m.Case(index):
+                    m.d.comb += [row_data.eq(unit.row_data), header.eq(unit.header),
+                                 bits.eq(unit.bits), unit.row.eq(row)]
+        del selected
+
+        with m.If(~sending):
+            # Pick the next stream with a full flit after the current one.
+            for offset in reversed(range(1, p.streams + 1)):
+                candidate = (current + offset) % p.streams if p.streams > 1 else 0
+                with m.If(Cat(*[unit.flit_valid for unit in units]).bit_select(candidate, 1)):
+                    m.d.sync += [current.eq(candidate), sending.eq(1), row.eq(0)]
+        with m.Elif(advance):
+            link_bytes = p.link_bytes
+            front = Mux(row == 0, header, tail)
+            flit_byte0 = row * link_bytes                     # flit byte of column 0
+            end = ((bits + 7) >> 3) + HEADER_BYTES            # flit byte past the body
+            ragged = bits & 7
+            out = []
+            for column in range(link_bytes):
+                if column < HEADER_BYTES:
+                    byte = front.word_select(HEADER_BYTES - 1 - column, 8)
+                else:
+                    byte = _byte_of_row(row_data, column - HEADER_BYTES, link_bytes)
+                at = flit_byte0 + column
+                keep = (at >= HEADER_BYTES) & (at < end)
+                partial = (at + 1 == end) & (ragged != 0)
+                mask = Mux(partial, (0xFF00 >> ragged)[:8], 0xFF)
+                is_header = (row == 0) & (column < HEADER_BYTES)
+                out.append(Mux(is_header, byte, Mux(keep, byte & mask, 0))[:8])
+            m.d.sync += [
+                self.o.valid.eq(1),
+                self.o.payload.data.eq(Cat(*reversed(out))),
+                self.o.payload.bits.eq(p.row_bits),
+                self.o.payload.last.eq(row == p.rows - 1),
+                tail.eq(row_data[:8 * HEADER_BYTES]),
+                row.eq(row + 1),
+            ]
+            with m.If(row == p.rows - 1):
+                m.d.sync += sending.eq(0)
+                with m.Switch(current):
+                    for index, unit in enumerate(units):
+                        with m.Case(index):
+                            m.d.comb += unit.flit_taken.eq(1)
+        return m
+
+
+# -- the receiver ------------------------------------------------------------------------
+
+class _RxStream(wiring.Component):
+    """One stream of :class:`LinkRx`: a flit buffer of two flits, the raw reader, the
+    decoder and the output that takes both in flit order."""
+
+    def __init__(self, params):
+        self._params = params
+        super().__init__({
+            "o": Out(stream.Signature(symbol_layout(1, error=True))),
+            "slot_free": Out(1),
+            "write": In(1),                # a row of the routed flit
+            "write_row": In(range(params.rows)),
+            "write_data": In(params.row_bits),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        rows, link_bytes = p.rows, p.link_bytes
+        m.submodules.flits = flits = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
+                                            init=[])
+        write = flits.write_port()
+        raw_read = flits.read_port(domain="comb")
+        word_read = flits.read_port(domain="comb")
+        full = Signal(2)
+        slot = Signal()                     # the slot being written
+        out_slot = Signal()                 # the slot being read
+        headers = [Signal(32, name=f"header{n}") for n in range(2)]
+        m.d.comb += [
+            write.addr.eq(slot * rows + self.write_row),
+            write.data.eq(self.write_data),
+            write.en.eq(self.write),
+            self.slot_free.eq(~full.bit_select(slot, 1)),
+        ]
+        top = self.write_data[-32:]
+        with m.If(self.write & (self.write_row == 0)):
+            with m.If(slot):
+                m.d.sync += headers[1].eq(top)
+            with m.Else():
+                m.d.sync += headers[0].eq(top)
+        last_row = self.write & (self.write_row == rows - 1)
+        with m.If(last_row):
+            m.d.sync += slot.eq(~slot)
+
+        header = Signal(32)
+        m.d.comb += header.eq(Mux(out_slot, headers[1], headers[0]))
+        is_raw = header[30:32] == 0
+        h_last, h_count, h_bits = header[27], header[11:23], header[0:11]
+
+        _, decoder_class = _blocks(p.codec)
+        m.submodules.decoder = decoder = decoder_class(
+            lanes=1, word_width=LINK_WORD_WIDTH, tables=p.tables)
+        # The coded flits in the decoder: their last flag and count, oldest first.
+        m.submodules.decoding = decoding = SyncFIFOBuffered(width=13, depth=4)
+        outstanding = Signal(range(6))
+
+        reading = Signal()
+        position = Signal(12)                   # raw: symbols read; coded: words fed
+        raw_out_valid = Signal()
+        raw_out = Signal(symbol_layout(1, error=True))
+        freed = Signal()
+
+        column_bits = (link_bytes - 1).bit_length()
+        raw_byte = Signal(13)
+        word_byte = Signal(13)
+        byte = Signal(8)
+        word = Signal(16)
+        m.d.comb += [
+            raw_byte.eq(HEADER_BYTES + position),
+            word_byte.eq(HEADER_BYTES + 2 * position),
+            raw_read.addr.eq(out_slot * rows + (raw_byte >> column_bits)),
+            word_read.addr.eq(out_slot * rows + (word_byte >> column_bits)),
+            # Byte c of a row is its (link_bytes - 1 - c)-th from the bottom: ~c.
+            byte.eq(raw_read.data.word_select((~raw_byte)[:column_bits], 8)),
+            word.eq(word_read.data.word_select((~word_byte)[1:column_bits], 16)),
+        ]
+        words = Mux(h_bits == 0, 1, (h_bits + 15) >> 4)
+
+        with m.If(raw_out_valid & self.o.ready):
+            m.d.sync += raw_out_valid.eq(0)
+
+        with m.If(~reading):
+            with m.If(full.bit_select(out_slot, 1)):
+                with m.If(is_raw):
+                    with m.If(outstanding == 0):
+                        m.d.sync += [reading.eq(1), position.eq(0)]
+                with m.Elif(decoding.w_rdy):
+                    m.d.comb += [decoding.w_en.eq(1),
+                                 decoding.w_data.eq(Cat(h_count, h_last))]
+                    m.d.sync += [reading.eq(1), position.eq(0)]
+        with m.Elif(is_raw):
+            with m.If(~raw_out_valid | self.o.ready):
+                with m.If(h_count == 0):
+                    # An empty flit: only a frame's end, if it is one.
+                    m.d.sync += [raw_out.count.eq(0), raw_out.last.eq(1),
+                                 raw_out.error.eq(0), raw_out_valid.eq(h_last)]
+                    m.d.comb += freed.eq(1)
+                with m.Else():
+                    done = position == h_count - 1
+                    m.d.sync += [raw_out.symbols[0].eq(byte), raw_out.count.eq(1),
+                                 raw_out.last.eq(done & h_last), raw_out.error.eq(0),
+                                 raw_out_valid.eq(1), position.eq(position + 1)]
+                    m.d.comb += freed.eq(done)
+        with m.Else():
+            done = position == words - 1
+            m.d.comb += [
+                decoder.i.valid.eq(1),
+                decoder.i.payload.data.eq(word),
+                decoder.i.payload.bits.eq(Mux(done, h_bits - (position << 4), 16)),
+                decoder.i.payload.last.eq(done),
+            ]
+            with m.If(decoder.i.ready):
+                m.d.sync += position.eq(position + 1)
+                m.d.comb += freed.eq(done)
+        with m.If(freed):
+            m.d.sync += [reading.eq(0), out_slot.eq(~out_slot),
+                         full.bit_select(out_slot, 1).eq(0)]
+        with m.If(last_row):
+            m.d.sync += full.bit_select(slot, 1).eq(1)
+
+        # The output: raw symbols first (a raw flit starts only with no coded flit in
+        # the decoder), else the decoder's, with last and error from the flit.
+        flit = Signal(13)
+        m.d.comb += flit.eq(decoding.r_data)
+        f_count, f_last = flit[:12], flit[12]
+        seen = Signal(12)                       # symbols of the decoder's flit so far
+        dec = decoder.o.payload
+        total = seen + dec.count
+        error = dec.error | (dec.last & (total != f_count))
+        with m.If(raw_out_valid):
+            m.d.comb += [self.o.valid.eq(1), self.o.payload.eq(raw_out)]
+        with m.Else():
+            m.d.comb += [
+                self.o.valid.eq(decoder.o.valid),
+                self.o.payload.symbols.eq(dec.symbols),
+                self.o.payload.count.eq(dec.count),
+                self.o.payload.error.eq(error),
+                self.o.payload.last.eq(dec.last & (f_last | error)),
+                decoder.o.ready.eq(self.o.ready),
+            ]
+        pushed = decoding.w_en & decoding.w_rdy
+        popped = ~raw_out_valid & decoder.o.valid & self.o.ready & dec.last
+        with m.If(~raw_out_valid & decoder.o.valid & self.o.ready):
+            m.d.sync += seen.eq(Mux(dec.last, 0, total))
+        m.d.comb += decoding.r_en.eq(popped)
+        m.d.sync += outstanding.eq(outstanding + pushed - popped)
+        return m
+
+
+class LinkRx(wiring.Component):
+    """Link words in, ``streams`` symbol streams out (see the module's docstring).
+
+    Parameters as :class:`LinkTx`'s. Ports: ``i`` (the link words, as
+    :class:`LinkTx`'s ``o``; ``last`` is not read: a flit is ``flit_bytes /
+    link_bytes`` words), ``o_s0`` .. ``o_s{streams-1}`` (:func:`symbol_layout` beats of
+    1 lane with ``error``).
+
+    Throughput: a symbol a cycle a stream, flits back to back. Latency: a flit's words
+    are buffered before it is read out (``flit_bytes / link_bytes`` cycles), then a raw
+    flit's first symbol follows in 2 cycles and a coded one's after the decoder's
+    latency. Backpressure on ``o_sK`` fills stream K's two flit slots; the next flit for
+    it then holds the link (``i.ready`` falls) and with it every stream. ``i.ready``
+    depends on the routed flit's header, never on an output's ``ready``. Bad input: see
+    the module's docstring. Reset clears every flit in flight; tables stay.
+    """
+
+    def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
+                 link_bytes=DEFAULT_LINK_BYTES, tables=None):
+        self._params = _Params(codec=codec, streams=streams, lanes=lanes,
+                               flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
+        members = {"i": In(stream.Signature(word_layout(self._params.row_bits)))}
+        for index in range(streams):
+            members[f"o_s{index}"] = Out(stream.Signature(symbol_layout(1, error=True)))
+        super().__init__(members)
+
+    @property
+    def tables(self):
+        return self._params.tables
+
+    @property
+    def format(self):
+        return self._params.fmt
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        units = []
+        for index in range(p.streams):
+            unit = _RxStream(p)
+            m.submodules[f"stream{index}"] = unit
+            wiring.connect(m, unit.o, wiring.flipped(getattr(self, f"o_s{index}")))
+            units.append(unit)
+
+        row = Signal(range(p.rows))
+        target = Signal(range(p.streams))
+        keep = Signal()                         # the flit goes to a stream (else dropped)
+        top = self.i.payload.data[-32:]
+        stream_field = top[23:27]
+        is_table = top[29]
+        routed = Signal(range(p.streams))
+        wanted = Signal()
+        m.d.comb += [routed.eq(Mux(row == 0, stream_field, target)),
+                     wanted.eq(Mux(row == 0, ~is_table & (stream_field < p.streams), keep))]
+        free = Signal()
+        with m.Switch(routed):
+            for index, unit in enumerate(units):
+                with m.Case(index):
+                    m.d.comb += free.eq(unit.slot_free)
+                    m.d.comb += unit.write.eq(self.i.valid & self.i.ready & wanted)
+        m.d.comb += self.i.ready.eq(~wanted | free)
+        for unit in units:
+            m.d.comb += [unit.write_row.eq(row), unit.write_data.eq(self.i.payload.data)]
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += row.eq(Mux(row == p.rows - 1, 0, row + 1))
+            with m.If(row == 0):
+                m.d.sync += [target.eq(stream_field), keep.eq(wanted)]
+        return m
+
+
+class LinkPair(wiring.Component):
+    """:class:`LinkTx` driving :class:`LinkRx` directly, as ``linkcodec sim link`` runs
+    them: ports ``i_s0`` .., ``o_s0`` .., and the link between them."""
+
+    def __init__(self, **params):
+        self.tx = LinkTx(**params)
+        self.rx = LinkRx(**params)
+        members = {}
+        for name, member in self.tx.signature.members.items():
+            if name != "o":
+                members[name] = member
+        for name, member in self.rx.signature.members.items():
+            if name != "i":
+                members[name] = member
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.tx, m.submodules.rx = self.tx, self.rx
+        wiring.connect(m, self.tx.o, self.rx.i)
+        for name in self.signature.members:
+            block = self.tx if name.startswith("i_") else self.rx
+            if name.startswith("i_"):
+                wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(block, name))
+            else:
+                wiring.connect(m, getattr(block, name), wiring.flipped(getattr(self, name)))
+        return m

@@ -1,0 +1,129 @@
+"""Run the link (``rtl/link.py``) under Verilator, scored against ``golden/link.py``.
+
+:func:`run_link` runs :class:`~linkcodec.rtl.link.LinkPair` (``LinkTx`` driving
+``LinkRx`` with nothing between) on frames dealt to its streams, with idle cycles at
+every input and backpressure at every output, and checks every stream's symbols and frame
+ends against what went in. It also runs :class:`~linkcodec.rtl.link.LinkTx` alone on the
+same frames and checks its flits, stream by stream, byte for byte against the golden
+:class:`~linkcodec.golden.link.FlitWriter`'s (the order in which the streams' flits share
+the link depends on timing; each stream's own flits do not). The figures it returns are
+those ``linkcodec sim link`` prints.
+"""
+
+import numpy as np
+
+from ..golden.link import FlitHeader, FlitWriter, deal, link_stats
+from ..rtl.link import LinkPair, LinkTx, link_tables
+from .beats import decoder_beats, symbol_beats
+from .harness import first_mismatch, run_beats
+
+__all__ = ["run_link", "flits_of_words", "link_io"]
+
+
+def link_io(fmt, frames):
+    """``(inputs, expected)`` beats per port of a :class:`LinkPair` for ``frames``
+    (``(stream, symbols)`` pairs): each stream's frames in, the same out."""
+    inputs, expected = {}, {}
+    for index in range(fmt.streams):
+        mine = [np.asarray(frame, dtype=np.uint8).reshape(-1)
+                for stream, frame in frames if stream == index]
+        inputs[f"i_s{index}"] = symbol_beats(mine, 1)
+        expected[f"o_s{index}"] = decoder_beats(mine, 1)
+    return inputs, expected
+
+
+def golden_flits(fmt, frames, tables):
+    """Each stream's data flits as the golden writer makes them (the table flits apart):
+    ``(table_flits, {stream: [flit]})``."""
+    writer = FlitWriter(fmt)
+    table_flits = writer.load(tables)
+    per_stream = {index: [] for index in range(fmt.streams)}
+    for stream, frame in frames:
+        per_stream[stream] += writer.frame(frame, stream)
+    return table_flits, per_stream
+
+
+def flits_of_words(words, link_bytes, flit_bytes):
+    """The flits (bytes) that link words (dicts of ``data``) carry, in order."""
+    per_flit = flit_bytes // link_bytes
+    flits = []
+    for start in range(0, len(words) - per_flit + 1, per_flit):
+        flits.append(b"".join(int(word["data"]).to_bytes(link_bytes, "big")
+                              for word in words[start:start + per_flit]))
+    return flits
+
+
+def run_link(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, tables=None,
+             idle="random", stall="random", seed=None, deal_frames=True, check_tx=True,
+             build_root=None):
+    """Run ``frames`` (symbol arrays, dealt to the streams round robin; or ``(stream,
+    symbols)`` pairs with ``deal_frames=False``) over the link; return the figures.
+
+    Keys: ``codec``, ``streams``, ``lanes``, ``flit_bytes``, ``link_bytes`` (the bytes
+    on the link: ``flits * flit_bytes``), ``link_word_bytes``, ``symbols``, ``cycles``,
+    ``symbols_per_cycle``, ``flits``, ``raw_flits``, ``table_flits``, ``raw_bytes``,
+    ``coded_bytes`` (the codec's own frame bytes), ``link_bytes_per_symbol``,
+    ``latency_cycles`` (from the first symbol into ``LinkTx`` to the first out of
+    ``LinkRx``, no stalls), ``bit_exact`` (the pair's output, every stream),
+    ``tx_bit_exact`` (``LinkTx``'s flits against the golden writer's), ``seed``.
+    """
+    frames = deal(frames, streams) if deal_frames else list(frames)
+    pair = LinkPair(codec=codec, streams=streams, flit_bytes=flit_bytes,
+                    link_bytes=link_bytes, tables=tables)
+    tables = pair.tx.tables
+    fmt = pair.tx.format
+    inputs, expected = link_io(fmt, frames)
+    name = f"link_pair_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}"
+    result = run_beats(pair, inputs=inputs, expected=expected, idle=idle, stall=stall,
+                       seed=seed, build_root=build_root, name=name)
+    table_flits, per_stream = golden_flits(fmt, frames, tables)
+    data_flits = [flit for flits in per_stream.values() for flit in flits]
+    stats = link_stats(fmt, table_flits + data_flits, frames, tables)
+    out = {
+        "codec": codec, "streams": streams, "lanes": 1, "flit_bytes": flit_bytes,
+        "link_word_bytes": link_bytes,
+        "symbols": stats.symbols, "cycles": result["cycles"],
+        "symbols_per_cycle": round(stats.symbols / result["cycles"], 4)
+        if result["cycles"] else 0.0,
+        "flits": stats.flits, "raw_flits": stats.raw_flits,
+        "table_flits": stats.table_flits, "link_bytes": stats.link_bytes,
+        "raw_bytes": stats.raw_bytes, "coded_bytes": stats.coded_bytes,
+        "link_bytes_per_symbol": round(stats.link_bytes / stats.symbols, 4)
+        if stats.symbols else 0.0,
+        "bit_exact": result["bit_exact"],
+        "seed": result["seed"],
+    }
+    if not result["bit_exact"]:
+        out["mismatch"] = first_mismatch(result)
+    if check_tx:
+        tx = LinkTx(codec=codec, streams=streams, flit_bytes=flit_bytes,
+                    link_bytes=link_bytes, tables=tables)
+        tx_result = run_beats(tx, inputs=inputs, expected={}, idle="none", stall="none",
+                              seed=result["seed"], build_root=build_root,
+                              name=f"link_tx_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}",
+                              settle=2 * (512 + len(data_flits) * (flit_bytes // link_bytes + 1)) + 200)
+        got = flits_of_words(tx_result["output"]["o"], link_bytes, flit_bytes)
+        mine = {index: [] for index in range(streams)}
+        for flit in got:
+            mine[FlitHeader.unpack(flit).stream].append(flit)
+        out["tx_bit_exact"] = mine == per_stream
+        out["latency_cycles"] = _latency(tx_result, pair, frames, inputs, expected, seed,
+                                         build_root, name)
+    return out
+
+
+def _latency(tx_result, pair, frames, inputs, expected, seed, build_root, name):
+    """Cycles from the first symbol into the pair to the first out, with no idle cycle
+    and no backpressure."""
+    result = run_beats(pair, inputs=inputs, expected=expected, idle="none", stall="none",
+                       seed=seed, build_root=build_root, name=name)
+    first_in = min(cycles[0] for cycles in result["input_cycles"].values() if cycles)
+    first_out = min(cycles[0] for cycles in result["output_cycles"].values() if cycles)
+    return first_out - first_in
+
+
+def fitted_link_tables(codec, frames):
+    """Tables fitted on ``frames`` (e4m3 arrays) for a link of ``codec``."""
+    from .blocks import get_block
+
+    return link_tables(codec, get_block(f"{codec}-encoder").fitted_tables(list(frames)))
