@@ -80,6 +80,12 @@ def _sim_tables(block, args, arrays):
 
 
 def cmd_sim(args):
+    if args.block == "link":
+        return _sim_link(args)
+    for name in LINK_OPTIONS:
+        if getattr(args, name, None) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} is an option of `linkcodec sim "
+                             f"link`, not of {args.block}")
     block = _sim_block(args)
     if args.fuzz is not None:
         return _sim_fuzz(args, block)
@@ -128,6 +134,68 @@ def cmd_sim(args):
               f"coded bits ({100 * report['compressibility']:.1f}% saved), "
               f"bit-exact: {'yes' if report['bit_exact'] else 'NO'}")
     return 0 if report["bit_exact"] else 1
+
+
+#: Options of ``linkcodec sim link`` alone.
+LINK_OPTIONS = ("codec", "streams", "flit_bytes", "link_bytes")
+
+
+def _sim_link(args):
+    """``linkcodec sim link``: LinkTx driving LinkRx under Verilator (``sim/link.py``),
+    the FILEs' frames dealt to the streams, tables from the FILEs as ``linkcodec sim``
+    builds them for the codec's blocks."""
+    from .rtl.link import LINK_CODECS, link_tables
+    from .sim.blocks import get_block
+    from .sim.link import run_link
+
+    codec = args.codec or "qlc"
+    if codec not in LINK_CODECS:
+        raise ValueError(f"the link hardware carries {' and '.join(LINK_CODECS)} so far, "
+                         f"not {codec} (the flit format and `linkcodec link` take it)")
+    if args.fuzz is not None:
+        raise ValueError("--fuzz fuzzes a decoder block, not the link")
+    if not args.files:
+        raise ValueError("give at least one FILE")
+    lanes = 1 if args.lanes is None else args.lanes
+    block = get_block(f"{codec}-encoder")
+    for name in _sim_option_names():
+        if getattr(args, name, None) is not None and name not in block.sim_options:
+            own = ", ".join(f"--{option}" for option in block.sim_options) or "none"
+            raise ValueError(f"--{name} is not an option of the {codec} link; it takes {own}")
+    shards = _read_frames(block, args.files)
+    arrays = [shard.symbols for shard in shards]
+    code, described = _sim_tables(block, args, arrays)
+    result = run_link(arrays, codec=codec, streams=args.streams or 1, lanes=lanes,
+                      flit_bytes=args.flit_bytes or 256, link_bytes=args.link_bytes or 64,
+                      tables=link_tables(codec, code),
+                      idle="random" if args.idle is None else args.idle,
+                      stall="random" if args.stall is None else args.stall, seed=args.seed)
+    report = {"block": "link", **result,
+              "compressibility": round(1 - result["link_bytes"] / result["raw_bytes"], 6)
+              if result["raw_bytes"] else 0.0,
+              **described,
+              "files": [{"file": shard.file, "tensor": shard.tensor,
+                         "symbols": int(shard.symbols.size)} for shard in shards]}
+    exact = report["bit_exact"] and report.get("tx_bit_exact", True)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        table = " ".join(f"{key} {value}" for key, value in described.items())
+        print(f"link {codec}  streams {report['streams']}  lanes {report['lanes']}  "
+              f"flit {report['flit_bytes']} bytes  link word {report['link_word_bytes']} "
+              f"bytes  {table}  seed {report['seed']}")
+        print(f"  {report['symbols']} symbols ({len(shards)} frames) in {report['cycles']} "
+              f"cycles = {report['symbols_per_cycle']:.3f} symbols/cycle under random idle "
+              f"and backpressure")
+        print(f"  flits {report['flits']} (raw {report['raw_flits']}, table "
+              f"{report['table_flits']}): {report['link_bytes']} link bytes for "
+              f"{report['raw_bytes']} raw = {report['link_bytes_per_symbol']:.4f} bytes a "
+              f"symbol ({100 * report['compressibility']:.1f}% saved; the codec alone "
+              f"{report['coded_bytes']} bytes)")
+        print(f"  latency {report['latency_cycles']} cycles (the longest a symbol took, no "
+              f"stalls); bit-exact: {'yes' if exact else 'NO'} (LinkTx's flits "
+              f"{'match' if report.get('tx_bit_exact') else 'DIFFER from'} the golden model's)")
+    return 0 if exact else 1
 
 
 def _beats_summary(beats):
@@ -294,7 +362,8 @@ def build_parser():
                     "table comes from all the FILEs together (--table).")
     from .sim.blocks import BLOCKS
 
-    sim.add_argument("block", choices=list(BLOCKS))
+    sim.add_argument("block", choices=[*BLOCKS, "link"],
+                     help="a block of the registry, or `link`: LinkTx driving LinkRx")
     sim.add_argument("files", nargs="*", metavar="FILE",
                      help="tensors to code (at least one; optional with --fuzz)")
     sim.add_argument("--lanes", type=int, default=None,
@@ -328,6 +397,14 @@ def build_parser():
                           "FILEs the frames are mutations of their symbols, coded with "
                           "their code; without, random symbols and the base code (the "
                           "default codebook for huffman-decoder)")
+    sim.add_argument("--codec", default=None, choices=["qlc", "huffman", "exponent"],
+                     help="link only: the codec of every stream (default qlc)")
+    sim.add_argument("--streams", type=int, default=None,
+                     help="link only: streams side by side, 1 to 16 (default 1)")
+    sim.add_argument("--flit-bytes", type=int, default=None,
+                     help="link only: bytes a flit, 64, 128 or 256 (default 256)")
+    sim.add_argument("--link-bytes", type=int, default=None,
+                     help="link only: bytes the link carries a cycle (default 64)")
     sim.add_argument("--json", action="store_true", help="print JSON")
     sim.set_defaults(func=cmd_sim)
     sim.parse_known_args = _files_after_options(sim)
@@ -363,6 +440,13 @@ def build_parser():
     demo = commands.add_parser("demo", help="compress the bundled real tensors and simulate")
     demo.add_argument("--lanes", type=int, default=4, choices=[1, 2, 4, 8])
     demo.set_defaults(func=cmd_demo)
+
+    from . import linkmodel
+    link = commands.add_parser(
+        "link", help="what a link gains: bandwidth, latency and the side that limits",
+        description=linkmodel.__doc__.split("\n\n", 1)[0])
+    linkmodel.add_arguments(link)
+    link.set_defaults(func=linkmodel.run)
 
     from . import generate as generate_module
     generate = commands.add_parser(

@@ -22,7 +22,7 @@ file: ``verilator --lint-only -Wall DIR/<module>.vlt DIR/<module>.v`` is clean.
 
 from pathlib import Path
 
-__all__ = ["WAIVERS", "generate", "axi_wrapper", "axi_port_tables", "add_arguments", "run"]
+__all__ = ["WAIVERS", "waiver_file", "generate", "axi_wrapper", "axi_port_tables", "add_arguments", "run"]
 
 #: (rule, reason): what Amaranth's Verilog back end emits by design, waived for the
 #: generated file only. Everything else a lint finds is fixed in the RTL.
@@ -47,7 +47,8 @@ WAIVERS = [
 ]
 
 
-def _waiver_file(module):
+def waiver_file(module):
+    """The Verilator config (`.vlt`) that waives :data:`WAIVERS` for ``module``."""
     lines = ["`verilator_config", f"// Lint waivers for {module}.v, written by linkcodec "
              "generate.", ""]
     for rule, reason in WAIVERS:
@@ -78,7 +79,7 @@ def generate(block, *, lanes=None, word_width=None, axi_stream=False, output):
     verilog = output / f"{module}.v"
     verilog.write_text(verilog_text(component, name=module))
     waivers = output / f"{module}.vlt"
-    waivers.write_text(_waiver_file(module))
+    waivers.write_text(waiver_file(module))
     return [verilog, waivers]
 
 

@@ -449,8 +449,7 @@ class _RxStream(wiring.Component):
         m.submodules.flits = flits = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
                                             init=[])
         write = flits.write_port()
-        raw_read = flits.read_port(domain="comb")
-        word_read = flits.read_port(domain="comb")
+        read = flits.read_port(domain="comb")     # raw flits read their bytes from words
         full = Signal(2)
         slot = Signal()                     # the slot being written
         out_slot = Signal()                 # the slot being read
@@ -489,19 +488,19 @@ class _RxStream(wiring.Component):
         raw_out = Signal(symbol_layout(1, error=True))
         freed = Signal()
 
+        # One 16-bit word a cycle: the decoder's next word, or the raw symbol's pair of
+        # bytes (raw symbol n is flit byte 4 + n; the body starts on an even byte).
         column_bits = (link_bytes - 1).bit_length()
-        raw_byte = Signal(13)
         word_byte = Signal(13)
         byte = Signal(8)
         word = Signal(16)
         m.d.comb += [
-            raw_byte.eq(HEADER_BYTES + position),
-            word_byte.eq(HEADER_BYTES + 2 * position),
-            raw_read.addr.eq(out_slot * rows + (raw_byte >> column_bits)),
-            word_read.addr.eq(out_slot * rows + (word_byte >> column_bits)),
+            word_byte.eq(Mux(is_raw, HEADER_BYTES + position,
+                             HEADER_BYTES + 2 * position)),
+            read.addr.eq(out_slot * rows + (word_byte >> column_bits)),
             # Byte c of a row is its (link_bytes - 1 - c)-th from the bottom: ~c.
-            byte.eq(raw_read.data.word_select((~raw_byte)[:column_bits], 8)),
-            word.eq(word_read.data.word_select((~word_byte)[1:column_bits], 16)),
+            word.eq(read.data.word_select((~word_byte)[1:column_bits], 16)),
+            byte.eq(Mux(word_byte[0], word[:8], word[8:])),
         ]
         words = Mux(h_bits == 0, 1, (h_bits + 15) >> 4)
 
@@ -647,10 +646,15 @@ class LinkRx(wiring.Component):
 
 
 class LinkPair(wiring.Component):
-    """:class:`LinkTx` driving :class:`LinkRx` directly, as ``linkcodec sim link`` runs
-    them: ports ``i_s0`` .., ``o_s0`` .., and the link between them."""
+    """:class:`LinkTx` driving :class:`LinkRx`, as ``linkcodec sim link`` runs them:
+    ports ``i_s0`` .., ``o_s0`` ...
 
-    def __init__(self, **params):
+    With ``channel_pauses`` the link between them is a register that takes no word in
+    about a quarter of the cycles (a 16-bit LFSR decides), so the channel both stalls
+    the transmitter and starves the receiver; without, they are wired directly."""
+
+    def __init__(self, *, channel_pauses=False, **params):
+        self._channel_pauses = channel_pauses
         self.tx = LinkTx(**params)
         self.rx = LinkRx(**params)
         members = {}
@@ -665,7 +669,20 @@ class LinkPair(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.tx, m.submodules.rx = self.tx, self.rx
-        wiring.connect(m, self.tx.o, self.rx.i)
+        if self._channel_pauses:
+            lfsr = Signal(16, init=0xACE1)
+            m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
+            held = Signal.like(self.tx.o.payload)
+            full = Signal()
+            take = ~full | self.rx.i.ready
+            m.d.comb += [self.tx.o.ready.eq(take & (lfsr[:2] != 0)),
+                         self.rx.i.valid.eq(full), self.rx.i.payload.eq(held)]
+            with m.If(self.rx.i.ready):
+                m.d.sync += full.eq(0)
+            with m.If(self.tx.o.valid & self.tx.o.ready):
+                m.d.sync += [full.eq(1), held.eq(self.tx.o.payload)]
+        else:
+            wiring.connect(m, self.tx.o, self.rx.i)
         for name in self.signature.members:
             block = self.tx if name.startswith("i_") else self.rx
             if name.startswith("i_"):

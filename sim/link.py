@@ -53,7 +53,8 @@ def flits_of_words(words, link_bytes, flit_bytes):
     return flits
 
 
-def run_link(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, tables=None,
+def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
+             tables=None,
              idle="random", stall="random", seed=None, deal_frames=True, check_tx=True,
              build_root=None):
     """Run ``frames`` (symbol arrays, dealt to the streams round robin; or ``(stream,
@@ -63,13 +64,14 @@ def run_link(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, t
     on the link: ``flits * flit_bytes``), ``link_word_bytes``, ``symbols``, ``cycles``,
     ``symbols_per_cycle``, ``flits``, ``raw_flits``, ``table_flits``, ``raw_bytes``,
     ``coded_bytes`` (the codec's own frame bytes), ``link_bytes_per_symbol``,
-    ``latency_cycles`` (from the first symbol into ``LinkTx`` to the first out of
-    ``LinkRx``, no stalls), ``bit_exact`` (the pair's output, every stream),
+    ``latency_cycles`` (the longest any symbol took from ``LinkTx``'s input to
+    ``LinkRx``'s output, with no idle cycle and no backpressure: the first symbol of a
+    flit waits for the rest of it), ``bit_exact`` (the pair's output, every stream),
     ``tx_bit_exact`` (``LinkTx``'s flits against the golden writer's), ``seed``.
     """
     frames = deal(frames, streams) if deal_frames else list(frames)
-    pair = LinkPair(codec=codec, streams=streams, flit_bytes=flit_bytes,
-                    link_bytes=link_bytes, tables=tables)
+    pair = LinkPair(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
+                    link_bytes=link_bytes, tables=tables, channel_pauses=stall != "none")
     tables = pair.tx.tables
     fmt = pair.tx.format
     inputs, expected = link_io(fmt, frames)
@@ -115,11 +117,18 @@ def run_link(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, t
 def _latency(tx_result, pair, frames, inputs, expected, seed, build_root, name):
     """Cycles from the first symbol into the pair to the first out, with no idle cycle
     and no backpressure."""
+    pair = LinkPair(codec=pair.tx.format.codec, streams=pair.tx.format.streams,
+                    flit_bytes=pair.tx.format.flit_bytes,
+                    link_bytes=pair.tx._params.link_bytes, tables=pair.tx.tables)
     result = run_beats(pair, inputs=inputs, expected=expected, idle="none", stall="none",
                        seed=seed, build_root=build_root, name=name)
-    first_in = min(cycles[0] for cycles in result["input_cycles"].values() if cycles)
-    first_out = min(cycles[0] for cycles in result["output_cycles"].values() if cycles)
-    return first_out - first_in
+    # A lane a stream: beat k out carries the symbol of beat k in.
+    worst = 0
+    for index in range(pair.tx.format.streams):
+        ins = result["input_cycles"].get(f"i_s{index}", [])
+        outs = result["output_cycles"].get(f"o_s{index}", [])
+        worst = max([worst, *(out - into for into, out in zip(ins, outs))])
+    return worst
 
 
 def fitted_link_tables(codec, frames):
