@@ -49,6 +49,7 @@ Errors: :class:`ExponentFormatError` (input that is not bf16), :class:`ExponentT
 
 import math
 import numbers
+import operator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -57,7 +58,7 @@ import numpy as np
 
 from .bitstream import as_index
 from .prefix_encoder import pack_codes
-from .words import frames_from_words
+from .words import WordFrame, check_word_width, frames_from_words
 
 __all__ = [
     "TABLE_SIZE",
@@ -87,6 +88,9 @@ __all__ = [
     "wire_encode",
     "wire_decode",
     "wire_decode_prefix",
+    "escape_words",
+    "escape_word_faults",
+    "escape_frames",
     "wire_decode_words",
 ]
 
@@ -723,6 +727,80 @@ def wire_decode_prefix(wire, table):
     return join((fields[:stop] & 0xFF).astype(np.uint8), exponent), bool(error)
 
 
+def escape_words(bits_or_bf16, table, *, lanes, word_width):
+    """The escapes port's words for one frame, as the encoder sends them
+    (``docs/bitstream.md``, "Escape words"): one word for each beat of ``lanes`` values
+    (the last beat may hold fewer) that holds an escape, carrying that beat's escape
+    bytes, ``bits = 8 x`` their number, MSB first; the frame's last beat's word has
+    ``last = 1``, and if that beat holds no escape (or the frame is empty) the frame ends
+    with a word of ``bits = 0, last = 1``. ``word_width`` must hold a beat's escapes
+    (``8 * lanes`` bits at least). Words are dicts of ``data``, ``bits``, ``last``."""
+    lanes = as_index(lanes, "lanes")
+    word_width = check_word_width(word_width)
+    if lanes < 1 or 8 * lanes > word_width:
+        raise ValueError(f"a beat of {lanes} values needs up to {8 * lanes} escape bits; "
+                         f"a word of {word_width} bits cannot hold them")
+    frame = encode(bits_or_bf16, table)
+    beats = -(-frame.size // lanes)
+    beat_of = np.flatnonzero(frame.codes == ESCAPE) // lanes
+    counts = np.bincount(beat_of, minlength=beats)
+    ends = np.cumsum(counts)
+    escapes = frame.escapes.tobytes()
+    width_bytes = word_width // 8
+    words = []
+    for beat in np.flatnonzero(counts).tolist():
+        count = int(counts[beat])
+        chunk = escapes[int(ends[beat]) - count:int(ends[beat])]
+        words.append({"data": int.from_bytes(chunk + bytes(width_bytes - count), "big"),
+                      "bits": 8 * count, "last": int(beat == beats - 1)})
+    if not words or not words[-1]["last"]:
+        words.append({"data": 0, "bits": 0, "last": 1})
+    return words
+
+
+def escape_word_faults(bits, last, word_width):
+    """Which escapes-port words are faults (bool array): ``bits`` above ``W`` or not a
+    multiple of 8 anywhere, or 0 on a word without ``last``."""
+    bits = np.asarray(bits)
+    last = np.asarray(last, dtype=bool)
+    return (bits > word_width) | (bits % 8 != 0) | (~last & (bits == 0))
+
+
+def escape_frames(words, word_width, *, unterminated="raise"):
+    """Cut escapes-port ``words`` into frames by the escapes port's rules: per frame a
+    :class:`~linkcodec.golden.words.WordFrame` ``(data, nbits, fault, words)``.
+
+    Frames end at a word with ``last = 1`` and words are checked as
+    :func:`~linkcodec.golden.words.frames_from_words` checks them (same arguments, same
+    errors). A word may carry any whole number of bytes, from the MSB: ``bits`` a
+    multiple of 8, at most ``W``, and more than 0 on every word but a frame's last. The
+    first word that is not (:func:`escape_word_faults`) is a fault where its bits begin,
+    the bits of the frame's words before it; ``data`` is the bytes of the words before
+    the fault (all of the frame's words without one), joined.
+    """
+    word_width = check_word_width(word_width)
+    frames = frames_from_words(words, word_width, unterminated=unterminated)
+    taken = sum(frame.words for frame in frames)
+    width_bytes = word_width // 8
+    bits = np.array([operator.index(words[index]["bits"]) for index in range(taken)],
+                    dtype=np.int64)
+    last = np.array([bool(words[index]["last"]) for index in range(taken)], dtype=bool)
+    faulty = escape_word_faults(bits, last, word_width)
+    result, start = [], 0
+    for frame in frames:
+        stop = start + frame.words
+        faults = np.flatnonzero(faulty[start:stop])
+        kept = int(faults[0]) if faults.size else frame.words
+        data = b"".join(
+            operator.index(words[index]["data"]).to_bytes(width_bytes, "big")[
+                :int(bits[index]) // 8]
+            for index in range(start, start + kept))
+        nbits = 8 * len(data)
+        result.append(WordFrame(data, nbits, nbits if faults.size else None, frame.words))
+        start = stop
+    return result
+
+
 def wire_decode_words(value_words, escape_words, word_width, table):
     """What a decoder emits for the words of both ports: per frame, ``(values, error)``.
 
@@ -730,13 +808,14 @@ def wire_decode_words(value_words, escape_words, word_width, table):
     :func:`linkcodec.golden.words.frames_from_words` takes them (``data``, ``bits``,
     ``last``), both ``word_width`` bits wide; frame ``n`` of one port goes with frame
     ``n`` of the other, so both must hold the same number of frames (a
-    :class:`ValueError` says otherwise). A word fault on either port cuts that stream
-    where the faulty word's bits begin (``docs/bitstream.md``, "Faults in words"); the
-    frame is then decoded as :func:`wire_decode_prefix` decodes the streams so cut, and
-    ends in error.
+    :class:`ValueError` says otherwise). The values port keeps the word rules of
+    ``docs/bitstream.md``, "Faults in words" (:func:`frames_from_words`); the escapes
+    port's words carry whole bytes (:func:`escape_frames`). A word fault on either port
+    cuts that stream where the faulty word's bits begin; the frame is then decoded as
+    :func:`wire_decode_prefix` decodes the streams so cut, and ends in error.
     """
     values = frames_from_words(value_words, word_width)
-    escapes = frames_from_words(escape_words, word_width)
+    escapes = escape_frames(escape_words, word_width)
     if len(values) != len(escapes):
         raise ValueError(f"the values port holds {len(values)} frames and the escapes port "
                          f"{len(escapes)}; each frame has one of each")

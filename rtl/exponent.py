@@ -1,54 +1,76 @@
 """ZipCCL exponent-remap encoder and decoder for bf16 values.
 
 The wire format is ``docs/bitstream.md``, "Exponent-remap frames"; the golden model is
-:func:`linkcodec.golden.exponent.wire_encode` / ``wire_decode``. A frame travels as two
-streams of :func:`~.payload.word_layout` words, each on its own port and each framed
-with ``last`` like a QLC frame:
+:func:`linkcodec.golden.exponent.wire_encode` / ``wire_decode`` (and, for the words of
+both ports, ``escape_words`` and ``wire_decode_words``). A frame travels as two streams
+of :func:`~.payload.word_layout` words, each on its own port and each framed with
+``last``:
 
 - the *values* stream: per value ``code(3) | sign(1) | mantissa(7)``, a fixed 11 bits,
-  so value ``i`` starts at bit ``11 i``;
-- the *escapes* stream: the 8-bit exponent of every value whose code is 0, in order.
+  so value ``i`` starts at bit ``11 i``; its words follow the usual word rules (every
+  word but the last is full);
+- the *escapes* stream: the 8-bit exponent of every value whose code is 0, in order. Its
+  words carry any whole number of bytes: the encoder sends the escapes of each beat as
+  one word at once, so no escape waits for a word to fill.
 
 Every frame has both, even when it holds no escape (then its escapes frame is one word
 with ``bits = 0, last = 1``). Because a value is always 11 bits, a beat's values sit at
 fixed positions (no chain between lanes), and a beat's escapes are a prefix count of its
 code-0 lanes.
 
+**An encoder driving its decoder never stalls for good** (the same lanes and word width,
+nothing between them, beats of ``lanes`` values but for each frame's last): the encoder
+sends a beat's escapes word with the beat's values; the decoder's escapes stage reads
+the word at the head of its queue without waiting for the one behind it, and its queue
+(:func:`escape_queue_depth`) holds more words than the encoder can send before the
+decoder can read a beat's values (``docs/exponent.md``, "Why a pair cannot hang").
+
 The 7-entry exponent table (``exponents[i]`` has code ``i + 1``) is held in registers,
-set at elaboration from an :class:`~linkcodec.golden.exponent.ExponentTable` (default
-:data:`DEFAULT_TABLE`) and rewritable at run time through ``i_config``:
+in two banks, set at elaboration from an
+:class:`~linkcodec.golden.exponent.ExponentTable` (default :data:`DEFAULT_TABLE`) and
+rewritable at run time through ``i_config`` (one write a transfer):
 
-=================  ==========================================================
-``addr``           meaning of ``data``
-=================  ==========================================================
-``0 .. 6``         the exponent of code ``addr + 1`` (``data[0:8]``)
-``7``              a spare register that nothing reads
-=================  ==========================================================
+======================  =====================================================================
+``addr``                meaning of ``data``
+======================  =====================================================================
+``0 .. 6``              the exponent of code ``addr + 1`` (``data[0:8]``), written into the
+                        *idle* bank
+:data:`SWITCH_ADDR`     any ``data``: switch banks at the next frame boundary
+======================  =====================================================================
 
-Write the table between frames, while the block is idle, and keep its 7 exponents
-distinct (the encoder gives an exponent that appears twice its lowest code).
-:func:`config_writes` lists the writes for a table.
+**Banks.** Writes go to the idle bank. A write to :data:`SWITCH_ADDR` asks for a switch;
+it takes effect at the next frame boundary (before the first beat of the next frame that
+reads the table: the encoder's input, the decoder's escapes stage), at once if the block
+is between frames, so a table swap costs no idle cycle and the next tensor's table loads
+while the current one flows. While a switch is pending (and, in the decoder, while a beat
+of the bank that became idle is still being decoded) ``i_config.ready`` is low, so the
+next table's writes cannot reach a bank in use. :func:`config_writes` makes the writes
+that load a table and switch to it. Keep a table's 7 exponents distinct (the encoder
+gives an exponent that appears twice its lowest code).
 
-**Reset** (``rst``) clears stream state and never touches a table: the exponent
-registers keep what was last loaded, or their elaboration-time contents if nothing was,
-so an encoder and its decoder reset together need no reload.
+**Reset** (``rst``) clears stream state and never touches a table: both banks and the
+active-bank select keep what was last loaded, or their elaboration-time contents (bank 0
+active) if nothing was, so an encoder and its decoder reset together need no reload. A
+switch still pending at reset takes effect at the reset: a reset is a frame boundary, so
+both ends of a link reset together end up on the same bank.
 """
 
 from math import gcd
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..golden.exponent import TABLE_SIZE, VALUE_BITS, ExponentTable
 from .bitpack import BitPacker, WordQueue, concatenation_tree, frame_order, pipeline_stage
 from .block import LanedBlock
-from .payload import (check_lanes, config_write_layout, symbol_layout,
+from .table import ConfigTable
+from .payload import (check_lanes, check_word_width, config_write_layout, symbol_layout,
                       word_layout)
-from .table import ConfigRegisters
 
-__all__ = ["LANES", "DEFAULT_TABLE", "ESCAPE_BITS", "config_layout", "default_word_width",
-           "config_writes", "ExponentRemapEncoder", "ExponentRemapDecoder"]
+__all__ = ["LANES", "DEFAULT_TABLE", "ESCAPE_BITS", "SWITCH_ADDR", "config_layout",
+           "default_word_width", "escape_queue_depth", "escape_entry_layout", "switch_write",
+           "config_writes", "EscapeQueue", "ExponentRemapEncoder", "ExponentRemapDecoder"]
 
 #: The lane counts both blocks take.
 LANES = (4, 8, 16)
@@ -63,14 +85,45 @@ ESCAPE_BITS = 8
 #: A write to the exponent table.
 config_layout = config_write_layout(addr_width=3, data_width=8)
 
+#: A write here asks for a bank switch at the next frame boundary.
+SWITCH_ADDR = 7
+
 _MANTISSA_BITS = 7
 _SYMBOL_BITS = 16
+# Entries a bank of the table memory holds: the 7 exponents and one that nothing reads
+# (a bank is then a power of two, selected by an address bit).
+_BANK_ENTRIES = TABLE_SIZE + 1
+# The table memory's write port: the bank in the top address bit.
+_bank_write_layout = config_write_layout(addr_width=4, data_width=8)
+# Words the encoder's escapes queue holds: one leaves and one arrives each cycle.
+_ENCODER_ESCAPE_WORDS = 2
 
 
 def default_word_width(lanes):
     """The word width of both streams unless told otherwise: ``16 * lanes``, the raw
     bf16 rate, since a value takes 11 bits or more."""
     return _SYMBOL_BITS * check_lanes(lanes, LANES)
+
+
+def escape_queue_depth(lanes, word_width):
+    """Escapes words the decoder holds: ``floor(2 W / (11 lanes)) + 1``, 3 at the default
+    width. Before the decoder can read a beat's values, the word behind the one they end
+    in must be in, and the encoder sends that word once a bit after it is in: at most
+    ``floor(2 W / (11 lanes))`` beats after the beat, each with at most one escapes
+    word. So the queue always has room for the escapes words the encoder sends while
+    the decoder waits for values, and a pair cannot stall (``docs/exponent.md``)."""
+    return 2 * word_width // (VALUE_BITS * lanes) + 1
+
+
+def escape_entry_layout(word_width):
+    """An escapes word as :class:`EscapeQueue` holds it: ``data``, ``bytes`` (0 after a
+    word fault), ``end`` (it ends its frame, normally or at a fault) and ``fault``."""
+    return data.StructLayout({
+        "data": word_width,
+        "bytes": range(word_width // ESCAPE_BITS + 1),
+        "end": 1,
+        "fault": 1,
+    })
 
 
 def _check_table(table):
@@ -81,11 +134,21 @@ def _check_table(table):
     return table
 
 
-def config_writes(table):
-    """The ``i_config`` writes (``dict`` of ``addr``, ``data``) that load ``table``."""
+def switch_write():
+    """The config write that asks for a bank switch."""
+    return {"addr": SWITCH_ADDR, "data": 0}
+
+
+def config_writes(table, *, switch=True):
+    """The ``i_config`` writes (``dict`` of ``addr``, ``data``) that load ``table`` into
+    the idle bank, then (``switch``) the switch write that makes it the working one at
+    the next frame boundary."""
     table = _check_table(table)
-    return [{"addr": index, "data": int(exponent)}
-            for index, exponent in enumerate(table.exponents)]
+    writes = [{"addr": index, "data": int(exponent)}
+              for index, exponent in enumerate(table.exponents)]
+    if switch:
+        writes.append(switch_write())
+    return writes
 
 
 class _ExponentBlock(LanedBlock):
@@ -105,22 +168,59 @@ class _ExponentBlock(LanedBlock):
 
     @property
     def table(self):
-        """The :class:`ExponentTable` the registers hold from elaboration (at power-up on
-        an FPGA) until one is loaded through ``i_config``; a reset does not bring it
-        back."""
+        """The :class:`ExponentTable` both banks hold from elaboration (at power-up on an
+        FPGA) until one is loaded through ``i_config``; a reset does not bring it back."""
         return self.tables
 
-    def _table_registers(self, m):
-        """The 7 exponent registers, loaded through ``i_config`` (always ready)."""
-        # Eight registers, not seven: address 7 is a spare that nothing reads, so that the
-        # registers' write decoder covers every 3-bit address (Verilator's lint asks it).
-        m.submodules.table = table = ConfigRegisters(
-            shape=8, depth=TABLE_SIZE + 1, init=[*self.table.exponents, 0],
-            config_layout=config_layout)
-        m.d.comb += [self.i_config.ready.eq(1),
-                     table.config.valid.eq(self.i_config.valid),
-                     table.config.payload.eq(self.i_config.payload)]
-        return [table.entries[index] for index in range(TABLE_SIZE)]
+    def _banks(self, m, boundary):
+        """The two banks of the table and the bank logic: ``(exponents, active, bank,
+        pending)``. ``exponents(which)`` is the 7 exponents of bank ``which``; ``active``
+        the bank in use, ``bank`` the bank of work that starts this cycle (a pending
+        switch takes effect when ``boundary``), ``pending`` the switch asked for.
+
+        Config writes go to the idle bank (``i_config.ready`` is the caller's). ``active``
+        is a table (it names the working bank), so it is reset-less; a reset is a frame
+        boundary, so a switch pending at reset takes effect there. ``pending`` is stream
+        state and resets to 0, after that switch."""
+        active = Signal(reset_less=True)
+        pending = Signal()
+        write = Signal()
+        m.d.comb += write.eq(self.i_config.valid & self.i_config.ready)
+        addr = self.i_config.payload.addr
+        # A memory of both banks (the bank in the top address bit), every entry read at
+        # once. A memory, not registers: its write is a clocked ``if``, and its contents
+        # an ``initial`` block, so even a config port left undriven in a 4-state
+        # simulator (an X write enable) leaves the table as it was.
+        m.submodules.table = table = ConfigTable(
+            shape=8, depth=2 * _BANK_ENTRIES, init=[*self.table.exponents, 0] * 2,
+            read_ports=2 * TABLE_SIZE, config_layout=_bank_write_layout)
+        m.d.comb += [table.config.valid.eq(write & (addr != SWITCH_ADDR)),
+                     table.config.payload.addr.eq(Cat(addr, ~active)),
+                     table.config.payload.data.eq(self.i_config.payload.data)]
+        banks = []
+        for which in range(2):
+            ports = table.read[which * TABLE_SIZE:(which + 1) * TABLE_SIZE]
+            for index, port in enumerate(ports):
+                m.d.comb += port.addr.eq(which * _BANK_ENTRIES + index)
+            banks.append([port.data for port in ports])
+        bank = Signal()
+        m.d.comb += bank.eq(active ^ (pending & boundary))
+        # (``bank`` leaves the reset out: nothing read in a reset cycle is used.)
+        flip = Signal()
+        m.d.comb += flip.eq(pending & (boundary | ResetSignal(allow_reset_less=True)))
+        # Assigned every cycle, not under an If: Verilog then computes it with a
+        # continuous assignment, which a 4-state simulator evaluates at time 0 (under an
+        # If the reset-less register would latch X at its first edge; see the Huffman
+        # blocks).
+        m.d.sync += active.eq(active ^ flip)
+        with m.If(flip):
+            m.d.sync += pending.eq(0)
+        with m.Elif(write & (addr == SWITCH_ADDR)):
+            m.d.sync += pending.eq(1)
+
+        def exponents(which):
+            return [Mux(which, high, low) for low, high in zip(*banks)]
+        return exponents, active, bank, pending
 
 
 class ExponentRemapEncoder(_ExponentBlock):
@@ -128,39 +228,47 @@ class ExponentRemapEncoder(_ExponentBlock):
 
     Parameters (keyword-only): ``lanes`` (4, 8 or 16), ``word_width`` (a multiple of 8,
     at least ``11 * lanes``; default :func:`default_word_width`, both streams), ``tables``
-    (the :class:`ExponentTable` held until one is loaded; default :data:`DEFAULT_TABLE`).
+    (the :class:`ExponentTable` both banks hold until one is loaded; default
+    :data:`DEFAULT_TABLE`).
 
     Ports: ``i`` (:func:`symbol_layout` beats of 16-bit bf16 bit patterns; a frame ends
     with the beat whose ``last`` is set, and may be empty: one beat with ``count = 0,
     last = 1``), ``o`` (the values stream, :func:`word_layout` words), ``o_escapes``
-    (the escapes stream), ``i_config`` (table writes).
+    (the escapes stream, one word a beat that holds an escape), ``i_config`` (table
+    writes and the bank switch, see the module docstring).
 
-    A feed-forward pipeline in front of two :class:`~.bitpack.BitPacker`, every register
-    moving while both packers' registered ``i.ready`` are high:
+    A feed-forward pipeline in front of a :class:`~.bitpack.BitPacker` (values) and a
+    queue of escapes words, every register moving while the packer's ``i.ready`` and the
+    queue's room (both registers) are high:
 
-    1. each lane compares its exponent with the 7 table registers at once: its code, its
-       11-bit field, and its escape byte (length 8, or 0 if the code is not 0); lanes past
-       ``count`` are empty. The beat's values are ``11 * count`` bits at fixed places;
+    1. each lane compares its exponent with the 7 exponents of the frame's bank at once:
+       its code, its 11-bit field, and its escape byte (length 8, or 0 if the code is
+       not 0); lanes past ``count`` are empty. The beat's values are ``11 * count`` bits
+       at fixed places;
     2. the escape bytes are concatenated in a tree (:func:`~.bitpack.concatenation_tree`,
        ``log2(lanes)`` register levels), each level a shift by 0 or a whole number of
        bytes; the values chunk travels beside it unchanged;
-    3. each packer aligns its chunk at its word offset and queues the words it completes.
+    3. the packer aligns the values chunk at its word offset and queues the words it
+       completes; beside it, the beat's escape bytes become one word (``bits`` 8 a byte,
+       MSB first), if the beat holds an escape or ends its frame, and enter the escapes
+       queue the next cycle, whatever the packer does.
 
     Latency (cycles from an input transfer to the first output transfer that carries
     something of it, no stalls): :attr:`latency`, ``3 + log2(lanes)``, on both ports, for
-    a beat that completes a word or ends its frame. Throughput ``lanes`` values a cycle
-    on any data (a beat's values take ``11 * lanes`` bits, its escapes at most ``8 *
-    lanes``, both at most a word); frames follow each other with no idle cycle. Under
-    backpressure on either output its packer's queue fills, then ``i.ready`` falls and
-    the whole pipeline holds; nothing is lost, and ``i.ready`` never depends on
-    ``o.ready`` or ``o_escapes.ready``. Every bit pattern is a valid bf16 value; a
-    ``count`` above ``lanes`` is taken as ``lanes``.
+    a beat that completes a values word or ends its frame (on the escapes port, for any
+    beat with an escape). Throughput ``lanes`` values a cycle on any data (a beat's
+    values take ``11 * lanes`` bits, at most a word); frames, and bank switches between
+    them, follow each other with no idle cycle. Under backpressure on either output its
+    queue fills, then ``i.ready`` falls and the whole pipeline holds; nothing is lost,
+    and ``i.ready`` never depends on ``o.ready`` or ``o_escapes.ready``. Every bit
+    pattern is a valid bf16 value; a ``count`` above ``lanes`` is taken as ``lanes``.
 
-    Reset: clears stream state (the pipeline, both packers' partial words and queues: a
+    Reset: clears stream state (the pipeline, the packer's partial word, both queues: a
     frame in flight is lost, and the next beat starts a frame) and never touches a table:
-    the exponent registers keep what was last loaded. On an FPGA the tables come up with
-    their elaboration-time contents; on an ASIC a memory or reset-less flop has no defined
-    power-up contents, so load every table after power-up there.
+    both banks and the active-bank select keep what was last loaded, and a pending switch
+    takes effect. On an FPGA the tables come up with their elaboration-time contents; on
+    an ASIC a reset-less flop has no defined power-up contents, so load every table after
+    power-up there.
     """
 
     def __init__(self, *, lanes=4, word_width=None, tables=None):
@@ -174,23 +282,30 @@ class ExponentRemapEncoder(_ExponentBlock):
     @property
     def latency(self):
         """Cycles from a beat that completes a word (or ends its frame) to that word."""
-        # the code stage, one per tree level, and the packer's two stages
+        # the code stage, one per tree level, and two more: the packer's two stages, or
+        # the escapes word and its queue
         return 3 + self._lanes.bit_length() - 1
 
     def elaborate(self, platform):
         m = Module()
         lanes, width = self._lanes, self._word_width
-        exponents = self._table_registers(m)
+        chunk_bits = ESCAPE_BITS * lanes
 
         m.submodules.values_packer = values_packer = BitPacker(
             chunk_width=VALUE_BITS * lanes, word_width=width)
-        m.submodules.escapes_packer = escapes_packer = BitPacker(
-            chunk_width=ESCAPE_BITS * lanes, word_width=width)
         wiring.connect(m, wiring.flipped(self.o), values_packer.o)
-        wiring.connect(m, wiring.flipped(self.o_escapes), escapes_packer.o)
-        step = Signal()         # both packers take a chunk: every stage moves
-        m.d.comb += [step.eq(values_packer.i.ready & escapes_packer.i.ready),
+        room = Signal(init=1)   # the escapes queue takes a word next cycle (a register)
+        step = Signal()         # the packer takes a chunk, the queue a word: every stage moves
+        m.d.comb += [step.eq(values_packer.i.ready & room),
                      self.i.ready.eq(step)]
+
+        # Frame boundary: no beat of a frame taken yet since the last frame's end.
+        in_frame = Signal()
+        with m.If(self.i.valid & step):
+            m.d.sync += in_frame.eq(~self.i.payload.last)
+        bank_exponents, _, bank, pending = self._banks(m, ~in_frame)
+        m.d.comb += self.i_config.ready.eq(~pending)
+        exponents = bank_exponents(bank)
 
         stage = pipeline_stage(m, step)
 
@@ -223,17 +338,53 @@ class ExponentRemapEncoder(_ExponentBlock):
             escapes, stage, {"valid": valid, "last": last, "values": values,
                              "values_length": values_length})
 
-        # 3: the packers, each told to take a chunk only when the other takes it too.
+        # 3: the packer takes the values chunk while the queue has room for the word.
         m.d.comb += [
-            values_packer.i.valid.eq(beside["valid"] & escapes_packer.i.ready),
+            values_packer.i.valid.eq(beside["valid"] & room),
             values_packer.i.payload.bits.eq(beside["values"]),
             values_packer.i.payload.length.eq(beside["values_length"]),
             values_packer.i.payload.last.eq(beside["last"]),
-            escapes_packer.i.valid.eq(beside["valid"] & values_packer.i.ready),
-            escapes_packer.i.payload.bits.eq(chunk),
-            escapes_packer.i.payload.length.eq(length),
-            escapes_packer.i.payload.last.eq(beside["last"]),
         ]
+        # The escapes word of the beat (its escapes, or the frame's end), loaded beside
+        # the packer's first stage; it enters the queue the next cycle the queue has room,
+        # whatever the packer does, so an escape never waits for values to move.
+        entry_layout = data.StructLayout({"data": chunk_bits,
+                                          "bits": range(chunk_bits + 1), "last": 1})
+        word = Signal(entry_layout)
+        word_valid = Signal()
+        push = Signal()
+        m.d.comb += push.eq(word_valid & room)
+        with m.If(step):
+            m.d.sync += [word_valid.eq(beside["valid"] & ((length != 0) | beside["last"])),
+                         word.data.eq(chunk), word.bits.eq(length),
+                         word.last.eq(beside["last"])]
+        with m.Elif(push):
+            m.d.sync += word_valid.eq(0)
+
+        depth = _ENCODER_ESCAPE_WORDS
+        queue = [Signal(entry_layout, name=f"escapes_queue{slot}") for slot in range(depth)]
+        held = Signal(range(depth + 1))
+        sent = Signal()
+        m.d.comb += [
+            sent.eq(self.o_escapes.valid & self.o_escapes.ready),
+            self.o_escapes.payload.data.eq(Cat(Const(0, width - chunk_bits), queue[0].data)),
+            self.o_escapes.payload.bits.eq(queue[0].bits),
+            self.o_escapes.payload.last.eq(queue[0].last),
+        ]
+        for slot in range(depth):
+            # The word lands in slot `held`, one lower if the head leaves (``sent`` only
+            # enables registers).
+            lands = push & Mux(sent, held == slot + 1, held == slot)
+            with m.If(lands):
+                m.d.sync += queue[slot].eq(word)
+            if slot + 1 < depth:
+                with m.Elif(sent):
+                    m.d.sync += queue[slot].eq(queue[slot + 1])
+        held_next = Signal(range(depth + 1))
+        m.d.comb += held_next.eq(held + push - sent)
+        m.d.sync += [held.eq(held_next),
+                     self.o_escapes.valid.eq(held_next != 0),
+                     room.eq(held_next < depth)]
         return m
 
 
@@ -248,16 +399,107 @@ def _mux(m, name, index, candidates, width):
     return picked
 
 
+class EscapeQueue(wiring.Component):
+    """The escapes port's words, held for the decoder's escapes stage, with the escapes
+    port's word faults applied (``docs/bitstream.md``, "Escape words").
+
+    A word whose ``bits`` is not a multiple of 8, exceeds ``word_width``, or is 0 on a
+    word without ``last`` is a fault where the word's bits begin: it enters as an entry
+    with ``bytes = 0, end = 1, fault = 1`` in its place, and the rest of its frame, up to
+    and including the word with ``last``, is dropped. Every other word enters as it came
+    (``bytes = bits / 8``), with ``end`` set on the word with ``last``.
+
+    Ports: ``i`` (:func:`~.payload.word_layout` words), ``head`` (the oldest entry,
+    :func:`escape_entry_layout`), ``present`` (the queue holds an entry: the head may be
+    read and taken; it never waits for the entry behind it) and ``take`` (the user takes
+    the head this cycle, while ``present``).
+
+    ``depth`` entries deep. ``i.ready`` comes from registers alone (the queue has room,
+    or it is dropping the rest of a faulty frame), so it never depends on ``take``. A
+    word taken at ``i`` is in the queue the next cycle; one entry leaves per cycle.
+    """
+
+    def __init__(self, *, word_width, depth):
+        self._word_width = check_word_width(word_width)
+        if not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth must be a positive integer, not {depth!r}")
+        self._depth = depth
+        super().__init__({
+            "i": In(stream.Signature(word_layout(word_width))),
+            "head": Out(escape_entry_layout(word_width)),
+            "present": Out(1),
+            "take": In(1),
+        })
+
+    @property
+    def word_width(self):
+        return self._word_width
+
+    @property
+    def depth(self):
+        return self._depth
+
+    def elaborate(self, platform):
+        m = Module()
+        W, depth = self._word_width, self._depth
+        entries = [Signal(escape_entry_layout(W), name=f"entry{index}")
+                   for index in range(depth)]
+        held = Signal(range(depth + 1))
+        dropping = Signal()               # discarding the rest of a faulty frame
+        m.d.comb += [
+            self.i.ready.eq(dropping | (held < depth)),
+            self.head.eq(entries[0]),
+            self.present.eq(held != 0),
+        ]
+
+        word = self.i.payload
+        fault = Signal()
+        m.d.comb += fault.eq((word.bits > W) | (word.bits[:3] != 0)
+                             | (~word.last & (word.bits == 0)))
+        incoming = Signal(escape_entry_layout(W))
+        m.d.comb += [
+            incoming.data.eq(word.data),
+            incoming.bytes.eq(Mux(fault, 0, word.bits >> 3)),
+            incoming.end.eq(word.last | fault),
+            incoming.fault.eq(fault),
+        ]
+        taken = Signal()
+        m.d.comb += taken.eq(self.i.valid & self.i.ready)
+        push = Signal()
+        m.d.comb += push.eq(taken & ~dropping)
+        with m.If(taken & dropping & word.last):
+            m.d.sync += dropping.eq(0)
+        with m.If(push & fault & ~word.last):
+            m.d.sync += dropping.eq(1)
+
+        # ``take`` comes late in the user's cycle, so it only enables registers: what an
+        # entry loads is picked by registers alone (the entry above, or the incoming word).
+        pop = self.take
+        for index in range(depth):
+            loads = push & (held - pop == index)
+            if index + 1 < depth:
+                has_above = held > index + 1
+                with m.If((pop & has_above) | loads):
+                    m.d.sync += entries[index].eq(Mux(has_above, entries[index + 1], incoming))
+            else:
+                with m.If(loads):
+                    m.d.sync += entries[index].eq(incoming)
+        m.d.sync += held.eq(held - pop + push)
+        return m
+
+
 class ExponentRemapDecoder(_ExponentBlock):
     """Exponent-remap decoder: two word streams in, up to ``lanes`` bf16 values a cycle out.
 
     Parameters as :class:`ExponentRemapEncoder`. Ports: ``i`` (the values stream,
     :func:`word_layout` words), ``i_escapes`` (the escapes stream), ``o``
     (:func:`symbol_layout` beats of 16-bit values, with ``error``), ``i_config`` (table
-    writes). Frame ``n`` of ``i`` pairs with frame ``n`` of ``i_escapes``.
+    writes and the bank switch, see the module docstring). Frame ``n`` of ``i`` pairs with
+    frame ``n`` of ``i_escapes``.
 
-    How it works. Each stream goes through a :class:`~.bitpack.WordQueue` (word faults
-    applied there). Then a pipeline, one beat of ``lanes`` values a stage:
+    How it works. The values stream goes through a :class:`~.bitpack.WordQueue`, the
+    escapes stream through an :class:`EscapeQueue` of :func:`escape_queue_depth` words
+    (word faults applied there). Then a pipeline, one beat of ``lanes`` values a stage:
 
     1. *values*: the position ``p`` in the values stream steps by ``11 * lanes`` bits a
        beat, a constant, so ``p`` takes only the multiples of ``gcd(11 * lanes,
@@ -267,41 +509,46 @@ class ExponentRemapDecoder(_ExponentBlock):
        cut short) come from the frame's bit count;
     2. *codes*: each lane's escape flag, its escape number (a prefix count of the flags
        before it) and the beat's escape count;
-    3. *escapes*: the one data-dependent recurrence, the byte position in the escapes
-       stream, steps by the beat's escape count (an add); the escape bytes from there
-       are registered, with how many of them the escapes frame holds. It waits only for a
-       beat that needs escape bytes (or ends the frame) while they are not in;
-    4. *exponents*: each lane takes the table's exponent for its code, or its escape
-       byte; an escape missing from the stream, or one that carries a table exponent, is
-       a fault at that lane;
+    3. *escapes*: the beat's escape bytes are read from the head escapes word, from the
+       byte the last beat stopped at (the recurrence: that byte and the bytes gathered
+       so far); a beat whose bytes run past the head word takes it and reads on from the
+       next word the next cycle, so a beat takes one cycle a word it reads (one, with the
+       words an encoder of the same lanes sends). It reads only the head word, never
+       waiting for the one behind it, and waits only for a beat that needs escape bytes
+       (or ends the frame) while none is in. The frame's bank is chosen here;
+    4. *exponents*: each lane takes the exponent of its code in its frame's bank, or its
+       escape byte; an escape missing from the stream, or one that carries a table
+       exponent, is a fault at that lane;
     5. *beat*: the first fault, if any, ends the frame; lanes past ``count`` are 0.
 
     Latency (cycles from a frame's first values word to the first output transfer, its
     escapes word in and the next values word right behind, no stalls): :attr:`latency`.
     Throughput ``lanes`` values a cycle (the values words, ``11 * lanes`` bits a beat,
-    arrive faster than that), less a cycle or two at a frame end. A beat is sent when all
-    lanes are full or the frame ends; an empty frame gives one beat with ``count = 0, last
-    = 1``. Under backpressure on ``o`` every stage holds and the input queues fill; the
-    ``ready`` of ``i`` and ``i_escapes`` are registers, so they never depend on
-    ``o.ready``.
+    arrive faster than that), less a cycle or two at a frame end, with escapes words of
+    a beat each; a beat whose escapes span words takes a cycle more a word. A beat is
+    sent when all lanes are full or the frame ends; an empty frame gives one beat with
+    ``count = 0, last = 1``. Under backpressure on ``o`` every stage holds and the input
+    queues fill; the ``ready`` of ``i`` and ``i_escapes`` come from registers, so they
+    never depend on ``o.ready``.
 
     Bad input (a frame that no valid encoder makes): a word fault on either stream
-    (``docs/bitstream.md``, "Faults in words") cuts that stream where the word's bits
-    begin; a value whose 11 bits are not all in the values frame; a code-0 value with no
-    escape byte left; an escape that carries a table exponent; escape bytes (or bits)
-    left after the last value, or a word fault in the escapes stream after all the
-    escapes the values need. The values before the first fault are emitted, then the
-    frame ends with ``error = 1, last = 1`` in the beat that would have held the next
-    value (a full beat of good values is followed by a beat of ``count = 0``; escapes
-    left over end the frame after all its values). The rest of the frame, on both
-    ports, up to and including each one's ``last`` word, is dropped; the next frame
-    decodes normally.
+    (``docs/bitstream.md``: "Faults in words" for the values, "Escape words" for the
+    escapes) cuts that stream where the word's bits begin; a value whose 11 bits are not
+    all in the values frame; a code-0 value with no escape byte left; an escape that
+    carries a table exponent; escape bytes left after the last value, or a word fault in
+    the escapes stream after all the escapes the values need. The values before the
+    first fault are emitted, then the frame ends with ``error = 1, last = 1`` in the beat
+    that would have held the next value (a full beat of good values is followed by a
+    beat of ``count = 0``; escapes left over end the frame after all its values). The
+    rest of the frame, on both ports, up to and including each one's ``last`` word, is
+    dropped; the next frame decodes normally.
 
     Reset: clears stream state (both queues, every stage and the pending error beat: a
     frame in flight is lost, and the next words start a frame on both ports) and never
-    touches a table: the exponent registers keep what was last loaded. On an FPGA the
-    tables come up with their elaboration-time contents; on an ASIC a memory or reset-less
-    flop has no defined power-up contents, so load every table after power-up there.
+    touches a table: both banks and the active-bank select keep what was last loaded, and
+    a pending switch takes effect. On an FPGA the tables come up with their
+    elaboration-time contents; on an ASIC a reset-less flop has no defined power-up
+    contents, so load every table after power-up there.
     """
 
     def __init__(self, *, lanes=4, word_width=None, tables=None):
@@ -325,10 +572,10 @@ class ExponentRemapDecoder(_ExponentBlock):
         m = Module()
         lanes, width = self._lanes, self._word_width
         span = VALUE_BITS * lanes                   # bits of a full beat of values
-        exponents = self._table_registers(m)
 
         m.submodules.values_queue = values_queue = WordQueue(word_width=width)
-        m.submodules.escapes_queue = escapes_queue = WordQueue(word_width=width)
+        m.submodules.escapes_queue = escapes_queue = EscapeQueue(
+            word_width=width, depth=escape_queue_depth(lanes, width))
         wiring.connect(m, wiring.flipped(self.i), values_queue.i)
         wiring.connect(m, wiring.flipped(self.i_escapes), escapes_queue.i)
 
@@ -449,53 +696,83 @@ class ExponentRemapDecoder(_ExponentBlock):
                          for lane, register in enumerate(codes_stage["number"])]
             m.d.sync += codes_stage["escapes"].eq(sum(escaped))
 
-        # -- 3: escapes (the recurrence: the byte position in the escapes stream) ----------
+        # -- 3: escapes (the recurrence: where the beat's bytes start in the head word) ----
+        # A beat reads its bytes from the head escapes word, from byte ``offset``; if they
+        # run past the head word's bytes it takes the word, keeps the bytes it has
+        # (``gathered``, ``got`` of them) and reads on from the next word the next cycle.
+        # It never looks at the word behind the head: an encoder sends that word only
+        # after later beats, which may wait for this one.
+        head = escapes_queue.head
         byte_positions = width // ESCAPE_BITS
-        escape_at = Signal(range(byte_positions + 1))  # in bytes from the head word
+        offset = Signal(range(byte_positions + 1))   # bytes of the head word read before
+        got = Signal(range(lanes + 1))              # bytes this beat gathered before
+        gathered = [Signal(ESCAPE_BITS, name=f"gathered{index}") for index in range(lanes)]
         escapes_draining = Signal()
-        escape_end, escape_fault, escape_known = frame_end(escapes_queue)
-        escape_room = Signal(range(2 * width + 1))   # bits from the position to the end
-        m.d.comb += escape_room.eq(escape_end - escape_at * ESCAPE_BITS)
-        available = Signal(range(lanes + 1))         # escape bytes the frame holds from here
-        m.d.comb += available.eq(Mux(escape_known & (escape_room < ESCAPE_BITS * lanes),
-                                     escape_room >> 3, lanes))
+        need = codes_stage["escapes"]
+        last = codes_stage["last"]
         needs = Signal()                             # the beat reads the escapes stream
-        m.d.comb += needs.eq((codes_stage["escapes"] != 0) | codes_stage["last"])
-        m.d.comb += escapes_step.eq(
-            codes_stage["valid"] & advance & ~escapes_draining
-            & (~needs | escapes_queue.head_ready))
-        used = Signal(range(lanes + 1))              # escape bytes this beat consumes
-        m.d.comb += used.eq(Mux(codes_stage["escapes"] < available,
-                                codes_stage["escapes"], available))
-        escape_next = Signal(range(byte_positions + lanes + 1))
-        m.d.comb += escape_next.eq(escape_at + used)
-        escape_crosses = Signal()
-        m.d.comb += escape_crosses.eq((escape_next >= byte_positions)
-                                      & ~escapes_queue.head.end)
+        m.d.comb += needs.eq((need != 0) | last)
+        left = Signal(range(byte_positions + 1))    # bytes of the head word not read yet
+        m.d.comb += left.eq(head.bytes - offset)
+        wanted = Signal(range(lanes + 1))            # bytes the beat still needs
+        m.d.comb += wanted.eq(need - got)
+        took = Signal(range(lanes + 1))              # bytes it reads from the head word
+        m.d.comb += took.eq(Mux(wanted < left, wanted, left))
+        got_next = Signal(range(lanes + 1))
+        m.d.comb += got_next.eq(got + took)
+        rest = Signal(range(byte_positions + 1))    # bytes of the head word after them
+        m.d.comb += rest.eq(left - took)
+        complete = Signal()                          # every byte the beat needs is read
+        m.d.comb += complete.eq(got_next == need)
+        # The beat is done with the head word if it has all its bytes, or the frame has
+        # no more (the head ends it: the rest are missing); a frame's last beat also
+        # needs to know that nothing is left over: the head ends the frame, or bytes are
+        # left in it (extra escapes). Otherwise it takes the head word and reads on.
+        finished = Signal()
+        m.d.comb += finished.eq(Mux(last, head.end | (complete & (rest != 0)),
+                                    head.end | complete))
         # Escapes left over once the frame's values are all in (or a fault cut them).
         extra = Signal()
-        m.d.comb += extra.eq(~escape_known | escape_fault
-                             | (escape_end != escape_next * ESCAPE_BITS))
+        m.d.comb += extra.eq((rest != 0) | (head.end & head.fault))
+        active = Signal()
+        m.d.comb += active.eq(codes_stage["valid"] & advance & ~escapes_draining)
+        reading = Signal()                           # the beat reads the head word
+        m.d.comb += reading.eq(active & needs & escapes_queue.present)
+        m.d.comb += escapes_step.eq(active & (~needs | (escapes_queue.present & finished)))
         m.d.comb += escapes_queue.take.eq(
-            (escapes_step & needs & (codes_stage["last"] | escape_crosses))
-            | (escapes_draining & escapes_queue.head_ready))
-        with m.If(escapes_step & needs):
-            with m.If(codes_stage["last"]):
-                m.d.sync += [escape_at.eq(0),
-                             escapes_draining.eq(~escapes_queue.head.end)]
-            with m.Elif(escape_crosses):
-                m.d.sync += escape_at.eq(escape_next - byte_positions)
+            (reading & (~finished | last | ((rest == 0) & ~head.end)))
+            | (escapes_draining & escapes_queue.present))
+        with m.If(reading):
+            with m.If(~finished):
+                m.d.sync += [offset.eq(0), got.eq(got_next)]
+            with m.Elif(last | ((rest == 0) & ~head.end)):
+                m.d.sync += [offset.eq(0), got.eq(0)]
             with m.Else():
-                m.d.sync += escape_at.eq(escape_next)
-        with m.If(escapes_draining & escapes_queue.head_ready & escapes_queue.head.end):
+                m.d.sync += [offset.eq(offset + took), got.eq(0)]
+            with m.If(finished & last):
+                m.d.sync += escapes_draining.eq(~head.end)
+        with m.If(escapes_draining & escapes_queue.present & head.end):
             m.d.sync += escapes_draining.eq(0)
 
-        escape_bits = Cat(frame_order(escapes_queue.head.data),
-                          frame_order(escapes_queue.after.data),
-                          Const(0, ESCAPE_BITS * lanes))
-        window = _mux(m, "escape_window", escape_at,
-                      [escape_bits[ESCAPE_BITS * index:ESCAPE_BITS * (index + lanes)]
+        head_bits = Cat(frame_order(head.data), Const(0, ESCAPE_BITS * lanes))
+        window = _mux(m, "escape_window", offset,
+                      [head_bits[ESCAPE_BITS * index:ESCAPE_BITS * (index + lanes)]
                        for index in range(byte_positions + 1)], ESCAPE_BITS * lanes)
+        window_bytes = [window[ESCAPE_BITS * index:ESCAPE_BITS * (index + 1)][::-1]
+                        for index in range(lanes)]
+        # Byte ``index`` of the beat: gathered before, or from the window after them.
+        merged = [_mux(m, f"escape_merged{index}", got,
+                       [window_bytes[index - before] if before <= index else gathered[index]
+                        for before in range(lanes + 1)], ESCAPE_BITS)
+                  for index in range(lanes)]
+        with m.If(reading & ~finished):
+            m.d.sync += [register.eq(byte) for register, byte in zip(gathered, merged)]
+
+        # The frame's bank: a switch takes effect before the first beat of a frame.
+        in_frame = Signal()
+        with m.If(escapes_step):
+            m.d.sync += in_frame.eq(~last)
+        bank_exponents, active_bank, bank, switch_pending = self._banks(m, ~in_frame)
 
         def stage(name, value, shape=None):
             register = Signal(shape if shape is not None else len(value), name=name)
@@ -509,10 +786,11 @@ class ExponentRemapDecoder(_ExponentBlock):
             "last": stage("escapes_last", codes_stage["last"]),
             "error": stage("escapes_error", codes_stage["error"]),
             "extra": stage("escapes_extra", extra),
-            "available": stage("escapes_available", available),
-            "bytes": [stage(f"escapes_byte{index}",
-                            window[ESCAPE_BITS * index:ESCAPE_BITS * (index + 1)][::-1])
-                      for index in range(lanes)],
+            "available": stage("escapes_available", Mux(needs, got_next, 0),
+                               range(lanes + 1)),
+            "bank": stage("escapes_bank", bank),
+            "bytes": [stage(f"escapes_byte{index}", byte)
+                      for index, byte in enumerate(merged)],
             "fields": [stage(f"escapes_field{lane}", field)
                        for lane, field in enumerate(codes_stage["fields"])],
             "escaped": [stage(f"escapes_escaped{lane}", flag)
@@ -522,6 +800,13 @@ class ExponentRemapDecoder(_ExponentBlock):
         }
 
         # -- 4: exponents -------------------------------------------------------------------
+        exponents = [Signal(8, name=f"bank_exponent{index}") for index in range(TABLE_SIZE)]
+        m.d.comb += [signal.eq(exponent) for signal, exponent
+                     in zip(exponents, bank_exponents(escape_stage["bank"]))]
+        # Writes wait while a switch is pending or a beat of the bank that became idle is
+        # still read here.
+        m.d.comb += self.i_config.ready.eq(
+            ~switch_pending & ~(escape_stage["valid"] & (escape_stage["bank"] != active_bank)))
         symbols, faults = [], []
         for lane in range(lanes):
             field = escape_stage["fields"][lane]

@@ -2,14 +2,18 @@
 
 The tables are an :class:`~linkcodec.golden.exponent.ExponentTable`; the default is
 :data:`~linkcodec.rtl.exponent.DEFAULT_TABLE`. Fitted tables come from the exponent
-histogram of all the frames together. A frame is a ``uint16`` array of bf16 bit patterns;
-its coded form is the golden :func:`~linkcodec.golden.exponent.wire_encode`, the values
-stream on ``o`` / ``i`` and the escapes stream on ``o_escapes`` / ``i_escapes``.
+histogram of all the frames together; :meth:`~linkcodec.sim.block.BlockDescription.config_writes`
+loads a table into the idle bank and switches to it. A frame is a ``uint16`` array of bf16
+bit patterns; its coded form is the golden :func:`~linkcodec.golden.exponent.wire_encode`:
+the values stream on ``o`` / ``i`` in full words, the escapes stream on ``o_escapes`` /
+``i_escapes`` as the encoder sends it, a word of escape bytes a beat
+(:func:`~linkcodec.golden.exponent.escape_words`).
 """
 
 import numpy as np
 
-from ..golden.exponent import ExponentTable, table_from_histogram, table_from_tensor_sigma, wire_encode
+from ..golden.exponent import (ExponentTable, escape_words, table_from_histogram,
+                               table_from_tensor_sigma, wire_encode)
 from ..rtl.exponent import (DEFAULT_TABLE, LANES, VALUE_BITS, ExponentRemapDecoder, ExponentRemapEncoder,
                             config_writes, default_word_width)
 from .beats import decoder_beats, frame_words, symbol_beats
@@ -18,12 +22,12 @@ from .block import BlockDescription
 __all__ = ["ExponentRemapEncoderBlock", "ExponentRemapDecoderBlock", "wire_words"]
 
 
-def wire_words(frame, table, word_width):
+def wire_words(frame, table, word_width, lanes):
     """``(values_words, escapes_words)``: the words of both streams of ``frame``'s wire
-    frame under ``table``."""
+    frame under ``table``, as an encoder of ``lanes`` lanes sends them."""
     wire = wire_encode(frame, table)
     return (frame_words(wire.values, wire.values_bits, word_width),
-            frame_words(wire.escapes, wire.escapes_bits, word_width))
+            escape_words(frame, table, lanes=lanes, word_width=word_width))
 
 
 class _ExponentBlock(BlockDescription):
@@ -80,13 +84,9 @@ class ExponentRemapEncoderBlock(_ExponentBlock):
     name = "exponent-encoder"
     module = "linkcodec_exponent_encoder"
     component = ExponentRemapEncoder
-    pair_limit = ("the escapes packer holds a full word until it knows whether the word "
-                  "ends the frame, while the decoder needs that word's escapes for its "
-                  "next beat: wired straight together they deadlock (docs/exponent.md, "
-                  "'Known limits'; issue 15 changes the wire format to mend it)")
 
     def frame_io(self, frame, *, lanes, word_width, tables):
-        values, escapes = wire_words(frame, tables, word_width)
+        values, escapes = wire_words(frame, tables, word_width, lanes)
         return {"i": symbol_beats([frame], lanes)}, {"o": values, "o_escapes": escapes}
 
 
@@ -100,5 +100,5 @@ class ExponentRemapDecoderBlock(_ExponentBlock):
         return np.random.default_rng(lanes).integers(0, 1 << 16, 4 * lanes, dtype=np.uint16)
 
     def frame_io(self, frame, *, lanes, word_width, tables):
-        values, escapes = wire_words(frame, tables, word_width)
+        values, escapes = wire_words(frame, tables, word_width, lanes)
         return {"i": values, "i_escapes": escapes}, {"o": decoder_beats([frame], lanes)}

@@ -1,5 +1,7 @@
 """The exponent-remap wire format: two bit streams (11-bit values, escape bytes), the
-golden encoder and decoder, and every frame no valid encoder makes, refused at its bit."""
+golden encoder and decoder, every frame no valid encoder makes, refused at its bit, and
+the escapes port's words (whole bytes in any word, a beat's escapes a word from the
+encoder)."""
 
 import ml_dtypes
 import numpy as np
@@ -7,6 +9,7 @@ import pytest
 
 from linkcodec.golden import exponent as ex
 from linkcodec.golden.exponent import ExponentTable, ExponentWireError, WireFrame
+from linkcodec.golden.words import UnterminatedFrameError
 from linkcodec.sim.beats import frame_words
 
 TABLE = ExponentTable((127, 126, 128, 125, 129, 124, 130))
@@ -145,11 +148,85 @@ def test_words_of_both_ports():
     decoded = ex.wire_decode_words(value_words, escape_words, 32, TABLE)
     assert [(out.tolist(), error) for out, error in decoded] == [
         (v.tolist(), False) for v, _ in frames]
-    # a short non-final escape word: a word fault where its bits begin (bit 0 here)
+    # a non-final escape word of 12 bits, not whole bytes: a word fault where its bits
+    # begin (bit 0 here); of 8 bits it is fine, one escape, and the next word's first
+    # byte is read as the second
     faulty = [dict(word) for word in escape_words]
-    faulty[0]["bits"] = 8
+    faulty[0]["bits"] = 12
     assert faulty[0]["last"] == 0
     out, error = ex.wire_decode_words(value_words, faulty, 32, TABLE)[0]
     assert np.array_equal(out, values[:escape_values(wire)[0]]) and error
+    faulty[0]["bits"] = 8
+    frame = ex.escape_frames(faulty, 32)[0]
+    assert frame.fault is None and frame.data[:1] == wire.escapes[:1]
+    assert frame.data[1:5] == wire.escapes[4:8]
     with pytest.raises(ValueError, match="values port holds 3 frames and the escapes port 2"):
         ex.wire_decode_words(value_words, escape_words[:-1], 32, TABLE)
+
+
+# -- the escapes port's words ------------------------------------------------------------
+
+def test_escape_words_are_a_beats_escapes_each():
+    """One word a beat of ``lanes`` values that holds an escape, MSB first; the last
+    beat's word ends the frame, or an empty last word when that beat has no escape."""
+    ones = np.full(12, 0x3F80, np.uint16)                       # 1.0: code 1
+    values = ones.copy()
+    values[[1, 2, 9]] = [0x0080, 0x0100, 0x7F80]                 # exponents 1, 2, 255
+    words = ex.escape_words(values, TABLE, lanes=4, word_width=64)
+    assert words == [{"data": 0x0102 << 48, "bits": 16, "last": 0},
+                     {"data": 0xFF << 56, "bits": 8, "last": 1}]
+    values[9] = 0x3F80                                           # the last beat: none
+    assert ex.escape_words(values, TABLE, lanes=4, word_width=64) == [
+        {"data": 0x0102 << 48, "bits": 16, "last": 0}, {"data": 0, "bits": 0, "last": 1}]
+    assert ex.escape_words(ones[:0], TABLE, lanes=4, word_width=64) == [
+        {"data": 0, "bits": 0, "last": 1}]
+    every = ex.escape_words(np.full(10, 0x0080, np.uint16), TABLE, lanes=4, word_width=48)
+    assert [(word["bits"], word["last"]) for word in every] == [(32, 0), (32, 0), (16, 1)]
+    with pytest.raises(ValueError, match="a word of 24 bits cannot hold them"):
+        ex.escape_words(values, TABLE, lanes=4, word_width=24)
+
+
+def test_escape_frames_take_whole_bytes_from_any_word():
+    """Any whole number of bytes in any word, the escapes of a frame joined; the faults:
+    bits not whole bytes, more than the word, or 0 on a word that is not the last."""
+    def word(raw, last=0, bits=None):
+        return {"data": int.from_bytes(raw + bytes(4 - len(raw)), "big"),
+                "bits": 8 * len(raw) if bits is None else bits, "last": last}
+
+    words = [word(b"\x01"), word(b"\x02\x03\x04\x05"), word(b"\x06\x07", 1),
+             word(b"", 1), word(b"\x08\x09\x0a", 1)]
+    frames = ex.escape_frames(words, 32)
+    assert [(frame.data, frame.nbits, frame.fault, frame.words) for frame in frames] == [
+        (b"\x01\x02\x03\x04\x05\x06\x07", 56, None, 3), (b"", 0, None, 1),
+        (b"\x08\x09\x0a", 24, None, 1)]
+    for bad, position in [(word(b"\x02\x03", bits=12), 8), (word(b"", bits=0), 8),
+                          (word(b"\x02", bits=40), 8)]:
+        frame, = ex.escape_frames([word(b"\x01"), bad, word(b"\x06", 1)], 32)
+        assert (frame.data, frame.nbits, frame.fault) == (b"\x01", 8, position)
+    frame, = ex.escape_frames([word(b"\x01\x02", 1, bits=20)], 32)   # a final word too
+    assert (frame.data, frame.fault) == (b"", 0)
+    assert ex.escape_word_faults([8, 0, 0, 12, 40], [0, 0, 1, 1, 1], 32).tolist() == [
+        False, True, False, True, True]
+    with pytest.raises(UnterminatedFrameError, match="no word that has last = 1"):
+        ex.escape_frames([word(b"\x01")], 32)
+
+
+def test_words_of_both_ports_as_the_encoder_sends_them():
+    """Per-beat escapes words decode as full ones do; regrouped bytes too, and a lone
+    escape in a long frame."""
+    values, wire = frame_with_escapes()
+    value_words = frame_words(wire.values, wire.values_bits, 64)
+    beats = ex.escape_words(values, TABLE, lanes=4, word_width=64)
+    full = frame_words(wire.escapes, wire.escapes_bits, 64)
+    assert len(beats) > len(full)
+    for escapes in (beats, full):
+        (out, error), = ex.wire_decode_words(value_words, escapes, 64, TABLE)
+        assert np.array_equal(out, values) and not error
+    lone = np.full(4096, 0x3F80, np.uint16)
+    lone[2048] = 0x0080
+    words = ex.escape_words(lone, TABLE, lanes=4, word_width=64)
+    assert words == [{"data": 1 << 56, "bits": 8, "last": 0}, {"data": 0, "bits": 0, "last": 1}]
+    lone_wire = ex.wire_encode(lone, TABLE)
+    (out, error), = ex.wire_decode_words(
+        frame_words(lone_wire.values, lone_wire.values_bits, 64), words, 64, TABLE)
+    assert np.array_equal(out, lone) and not error

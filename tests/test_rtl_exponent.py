@@ -26,16 +26,20 @@ from amaranth.sim import Simulator
 from cases import block_case
 
 from linkcodec.bundled import bundled_bf16_files
-from linkcodec.golden.exponent import (ExponentTable, WireFrame, table_from_histogram,
-                                       table_from_tensor_sigma, wire_decode_words, wire_encode)
-from linkcodec.rtl.exponent import (DEFAULT_TABLE, ExponentRemapDecoder, ExponentRemapEncoder,
-                                    config_writes, default_word_width)
+from linkcodec.golden.exponent import ExponentTable, WireFrame
+from linkcodec.golden.exponent import escape_words as golden_escape_words
+from linkcodec.golden.exponent import (table_from_histogram, table_from_tensor_sigma,
+                                       wire_decode_words, wire_encode)
+from linkcodec.rtl.exponent import (DEFAULT_TABLE, SWITCH_ADDR, ExponentRemapDecoder,
+                                    ExponentRemapEncoder, config_writes, default_word_width,
+                                    switch_write)
 from linkcodec.rtl.payload import pack, unpack
 from linkcodec.sim.beats import decoder_beats, frame_words, symbol_beats
 from linkcodec.sim.blocks import get_block
 from linkcodec.sim.exponent import wire_words
 from linkcodec.sim.fuzz import bad_bits, cut_short, flip_bits
 from linkcodec.sim.harness import first_mismatch, run_beats, run_frames, stream_ports
+from linkcodec.sim.pair import pairs
 
 LANES = [4, 8, 16]
 def bf16(values):
@@ -130,87 +134,139 @@ def test_real_values_with_a_fitted_table(block, lanes, fit, pattern, seed):
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
 
 
-# -- a table swap between frames (Amaranth's simulator: the writes go between frames) ------
+# -- a bank switch while a frame flows (Amaranth's simulator: the writes go mid-frame) ----
 
-def _simulate(component, phases, *, limit=5000):
-    """Run ``component`` through ``phases``, each ``(writes, inputs, counts)``: the config
-    writes, then the beats of every input port, until each output port has given
-    ``counts[port]`` beats. Returns the output beats, per phase and port."""
+def _stream(component, inputs, counts, *, writes=(), write_at=0, stall=0.0, seed=0,
+            limit=20000):
+    """Drive ``component`` in Amaranth's simulator: the beats of every input port offered
+    back to back, each output ``ready`` low with chance ``stall``, and the config
+    ``writes`` offered from cycle ``write_at`` on, each held until ``i_config.ready``.
+    Returns ``(got, cycles, held)``: the output beats per port, the cycle of every
+    transfer per port (inputs and outputs), and the cycles a write waited for ready."""
     in_ports, out_ports = stream_ports(component)
-    results = []
+    rng = np.random.default_rng(seed)
+    got = {port: [] for port in out_ports}
+    cycles = {port: [] for port in [*inputs, *out_ports]}
+    held = [0]
 
     async def bench(ctx):
-        for writes, inputs, counts in phases:
-            for write in writes:
-                ctx.set(component.i_config.valid, 1)
-                ctx.set(component.i_config.payload.as_value(), pack(in_ports["i_config"], write))
-                await ctx.tick()
-            ctx.set(component.i_config.valid, 0)
-            pending = {port: list(beats) for port, beats in inputs.items()}
-            got = {port: [] for port in out_ports}
-            for _ in range(limit):
-                if all(len(got[port]) >= counts[port] for port in out_ports) and not any(
-                        pending.values()):
-                    break
-                for port, beats in pending.items():
-                    stream = getattr(component, port)
-                    ctx.set(stream.valid, bool(beats))
-                    if beats:
-                        ctx.set(stream.payload.as_value(), pack(in_ports[port], beats[0]))
-                for port in out_ports:
-                    ctx.set(getattr(component, port).ready, 1)
-                taken = [port for port, beats in pending.items() if beats
-                         and ctx.get(getattr(component, port).ready)]
-                for port in out_ports:
-                    stream = getattr(component, port)
-                    if ctx.get(stream.valid):
-                        got[port].append(unpack(out_ports[port],
-                                                ctx.get(stream.payload.as_value())))
-                await ctx.tick()
-                for port in taken:
-                    pending[port].pop(0)
-            for port in pending:
-                ctx.set(getattr(component, port).valid, 0)
-            for _ in range(10):                      # nothing more comes
-                for port in out_ports:
-                    if ctx.get(getattr(component, port).valid):
-                        got[port].append("extra")
-                await ctx.tick()
-            results.append(got)
+        pending = {port: list(beats) for port, beats in inputs.items()}
+        config = list(writes)
+        for cycle in range(limit):
+            if not config and not any(pending.values()) and all(
+                    len(got[port]) >= counts[port] for port in out_ports):
+                break
+            offer = bool(config) and cycle >= write_at
+            ctx.set(component.i_config.valid, offer)
+            if offer:
+                ctx.set(component.i_config.payload.as_value(),
+                        pack(in_ports["i_config"], config[0]))
+            for port, beats in pending.items():
+                stream = getattr(component, port)
+                ctx.set(stream.valid, bool(beats))
+                if beats:
+                    ctx.set(stream.payload.as_value(), pack(in_ports[port], beats[0]))
+            for port in out_ports:
+                ctx.set(getattr(component, port).ready, int(rng.random() >= stall))
+            written = offer and ctx.get(component.i_config.ready)
+            held[0] += offer and not written
+            taken = [port for port, beats in pending.items()
+                     if beats and ctx.get(getattr(component, port).ready)]
+            for port in out_ports:
+                stream = getattr(component, port)
+                if ctx.get(stream.valid) and ctx.get(stream.ready):
+                    got[port].append(unpack(out_ports[port],
+                                            ctx.get(stream.payload.as_value())))
+                    cycles[port].append(cycle)
+            await ctx.tick()
+            if written:
+                config.pop(0)
+            for port in taken:
+                pending[port].pop(0)
+                cycles[port].append(cycle)
+        else:
+            raise AssertionError(f"no end after {limit} cycles: {got}")
 
     sim = Simulator(component)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    return results
+    return got, cycles, held[0]
 
 
-def test_table_swap_between_frames():
-    """A frame with the reset-time table, the writes of another, a frame with that one:
-    both blocks follow the swap (the second frame escapes under the first table)."""
+def _two_tables():
+    """Two tables with the same exponents in another order: a frame escapes the same
+    values under both (so its words have the same sizes and a run the same timing), but
+    every other value's code differs."""
+    table = table_from_histogram(real_bf16())
+    return table, ExponentTable(table.exponents[::-1])
+
+
+@pytest.mark.parametrize("block", ["exponent-encoder", "exponent-decoder"])
+def test_bank_switch_while_a_frame_flows(block, seed):
+    """The block runs frame 1 under table A while table B goes into the idle bank and the
+    switch is asked for (``config_writes(B)``); frame 2, coded with B, follows at once.
+    Under random backpressure both frames are bit-exact with the golden model, and the
+    writes that come after the switch wait for ``i_config.ready``. With no stalls the
+    switch costs no cycle: the encoder takes frame 2's first beat the cycle after frame
+    1's last, and every transfer of either block happens in the cycle it does in the same
+    run without a switch."""
     lanes, width = 4, default_word_width(4)
-    rng = np.random.default_rng(11)
-    frames = [bf16(rng.standard_normal(40)), bf16(rng.standard_normal(40) * 1e-3)]
-    table = table_from_histogram(frames[1])
-    assert set(table.exponents).isdisjoint(DEFAULT_TABLE.exponents)
-    tables = [DEFAULT_TABLE, table]
-    words = [wire_words(frame, book, width) for frame, book in zip(frames, tables)]
-    assert words[1] != wire_words(frames[1], DEFAULT_TABLE, width)
+    first, second = _two_tables()
+    values = real_bf16(1200, index=2)
+    frames = [values[:800], values[800:]]
+    words = [wire_words(frames[0], first, width, lanes),
+             wire_words(frames[1], second, width, lanes)]
+    assert words[1] != wire_words(frames[1], first, width, lanes)
+    encoder = block == "exponent-encoder"
+    if encoder:
+        inputs = {"i": symbol_beats(frames, lanes)}
+        expected = {"o": words[0][0] + words[1][0], "o_escapes": words[0][1] + words[1][1]}
+    else:
+        inputs = {"i": words[0][0] + words[1][0], "i_escapes": words[0][1] + words[1][1]}
+        expected = {"o": decoder_beats(frames, lanes)}
+    counts = {port: len(beats) for port, beats in expected.items()}
+    # B's writes, then the switch, then C's first write, which must wait for the switch
+    writes = config_writes(second) + config_writes(first)[:1]
 
-    phases = [([] if index == 0 else config_writes(book), {"i": symbol_beats([frame], lanes)},
-               {"o": len(words[index][0]), "o_escapes": len(words[index][1])})
-              for index, (frame, book) in enumerate(zip(frames, tables))]
-    got = _simulate(ExponentRemapEncoder(lanes=lanes), phases)
-    for index, (values, escapes) in enumerate(words):
-        assert got[index] == {"o": values, "o_escapes": escapes}, index
+    def run(writes, stall, seed):
+        component = get_block(block).component(lanes=lanes, tables=first)
+        return _stream(component, inputs, counts, writes=writes, write_at=20, stall=stall,
+                       seed=seed)
 
-    phases = [([] if index == 0 else config_writes(book),
-               {"i": words[index][0], "i_escapes": words[index][1]},
-               {"o": len(decoder_beats([frame], lanes))})
-              for index, (frame, book) in enumerate(zip(frames, tables))]
-    got = _simulate(ExponentRemapDecoder(lanes=lanes), phases)
-    for index, frame in enumerate(frames):
-        assert got[index] == {"o": decoder_beats([frame], lanes)}, index
+    got, _, held = run(writes, 0.3, seed)
+    assert got == expected, f"seed {seed}"
+    assert held > 0, "no write waited for the switch: it took effect inside frame 1"
+    _, switched, _ = run(writes, 0.0, seed)
+    _, plain, _ = run([], 0.0, seed)
+    assert switched == plain
+    if encoder:
+        beats = len(symbol_beats(frames[:1], lanes))
+        assert switched["i"][beats] == switched["i"][beats - 1] + 1
+
+
+# -- an encoder driving its decoder: sparse escapes ----------------------------------------
+
+@pytest.mark.xdist_group("exponent-pair")
+@pytest.mark.parametrize("pattern", ["random", "hold"])
+def test_pair_with_one_escape_in_thousands(pattern, seed):
+    """The encoder drives the decoder with nothing between them (the contract's pair, one
+    Verilator build): frames of 4,096 values with a single escape, at the first value,
+    the last and in the middle, and one with an escape every 1,000 values, bit-exact.
+    Before the escapes port carried a beat's escapes in a word of their own, the
+    encoder held a lone escape in a half-full word that the decoder waited for, and
+    such a frame stopped after a few beats."""
+    ones = np.full(4096, 0x3F80, np.uint16)                     # 1.0: code 1
+    frames = []
+    for escaped in ([0], [4095], [2048], list(range(0, 4096, 1000))):
+        frame = ones.copy()
+        frame[escaped] = 0x0080                                  # exponent 1: escapes
+        frames.append(frame)
+    pair = pairs()["exponent-pair"]
+    result = run_frames(pair, frames, lanes=4, tables=DEFAULT_TABLE, idle=pattern,
+                        stall=pattern, seed=seed)
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+    assert result["symbols"] == 4 * 4096
 
 
 # -- bad decoder input ---------------------------------------------------------------------
@@ -265,13 +321,19 @@ def bad_frames(lanes, table):
     faulty = [dict(word) for word in values_words]
     faulty[-1]["bits"] = width + 1
     cases.append(("last values word too long", faulty, escape_words))
-    for bits in (0, width - 8):
+    for bits in (0, 12, width + 8):                # escapes-port word faults
         faulty = [dict(word) for word in escape_words]
         faulty[0]["bits"] = bits
         cases.append((f"escape word 0 holds {bits} bits", values_words, faulty))
         cases.append(("then a good frame", *good))
+    faulty = [dict(word) for word in escape_words]
+    faulty[0]["bits"] = width - 8                    # fine: whole bytes, one short
+    cases.append(("escape word 0 a byte short", values_words, faulty))
     add("empty values, one escape", WireFrame(b"", 0, b"\x05", 8))
     cases.append(("good", *good))
+    cases.append(("good, a beat's escapes a word", good[0],
+                  golden_escape_words(values[:lanes + 3], table, lanes=lanes,
+                                      word_width=width)))
     return cases
 
 
@@ -289,12 +351,47 @@ def test_bad_input_at_the_boundaries(lanes, seed):
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
 
 
+def regrouped(rng, data, nbits, width):
+    """The whole bytes of the escapes ``(data, nbits)`` in words of 1 to ``width / 8``
+    bytes each, at random, the last one sometimes followed by an empty last word."""
+    raw, size = bytes(data[:nbits // 8]), width // 8
+    words, start = [], 0
+    while start < len(raw):
+        chunk = raw[start:start + int(rng.integers(1, size + 1))]
+        start += len(chunk)
+        words.append({"data": int.from_bytes(chunk + bytes(size - len(chunk)), "big"),
+                      "bits": 8 * len(chunk), "last": 0})
+    if not words or rng.random() < 0.3:
+        words.append({"data": 0, "bits": 0, "last": 0})
+    words[-1]["last"] = 1
+    return words
+
+
+def escape_fault(rng, words, width):
+    """``words`` with one word made a fault by the escapes port's rule: bits that are no
+    whole number of bytes, more than ``width``, or 0 on a word that is not the last."""
+    words = [dict(word) for word in words]
+    index = int(rng.integers(0, len(words)))
+    kind = int(rng.integers(0, 3))
+    if kind == 0:
+        words[index]["bits"] = 8 * int(rng.integers(0, width // 8)) + int(rng.integers(1, 8))
+    elif kind == 1:
+        words[index]["bits"] = int(rng.integers(width + 1, 1 << width.bit_length()))
+    elif words[index]["last"]:
+        words.insert(index, {"data": 0, "bits": 0, "last": 0})
+    else:
+        words[index]["bits"] = 0
+    return words
+
+
 def fuzz_words(rng, count, lanes, table):
     """``count`` frames of random or real values, most of them corrupted one of several
     ways: values bits flipped or the values cut short (``sim.fuzz``'s ``flip_bits`` and
     ``cut_short`` on the values stream), escape bytes dropped, added or swapped for a table
-    exponent (what only a two-stream frame can get wrong), a word's ``bits`` made a fault
-    on either stream (``sim.fuzz.bad_bits``)."""
+    exponent (what only a two-stream frame can get wrong), a word made a fault on either
+    stream (``sim.fuzz.bad_bits`` on the values, :func:`escape_fault` on the escapes).
+    The escapes travel in full words, a beat's escapes a word (as the encoder sends
+    them), or random whole bytes a word (:func:`regrouped`)."""
     width = default_word_width(lanes)
     real = real_bf16()
     value_words, escape_words = [], []
@@ -319,17 +416,22 @@ def fuzz_words(rng, count, lanes, table):
             raw = bytearray(wire.escapes)
             raw[int(rng.integers(0, len(raw)))] = table.exponents[int(rng.integers(0, 7))]
             wire = wire._replace(escapes=bytes(raw))
-        values, escapes = _words(wire, width)
+        values_words, escapes = _words(wire, width)
+        grouping = rng.random()
+        if grouping < 0.3 and kind in (0, 1, 2, 6):       # as the encoder sends them
+            escapes = golden_escape_words(values, table, lanes=lanes, word_width=width)
+        elif grouping < 0.6 and wire.escapes_bits % 8 == 0:
+            escapes = regrouped(rng, wire.escapes, wire.escapes_bits, width)
         if kind == 1 and wire.values_bits:                # flip bits of the values
-            values = flip_bits(rng, values, width)
+            values_words = flip_bits(rng, values_words, width)
         elif kind == 2 and wire.values_bits:              # cut the values short
-            values = cut_short(rng, wire.values, wire.values_bits, width)
+            values_words = cut_short(rng, wire.values, wire.values_bits, width)
         elif kind == 6:                                   # a word fault on either stream
             if rng.random() < 0.5:
-                values = bad_bits(rng, values, width, faults=1)
+                values_words = bad_bits(rng, values_words, width, faults=1)
             else:
-                escapes = bad_bits(rng, escapes, width, faults=1)
-        value_words += values
+                escapes = escape_fault(rng, escapes, width)
+        value_words += values_words
         escape_words += escapes
     return value_words, escape_words
 
@@ -389,9 +491,12 @@ def test_parameters_are_checked(cls):
 
 
 def test_config_writes():
+    """The 7 exponents into the idle bank, then the switch (address 7)."""
     table = escaping_table()
-    assert config_writes(table) == [{"addr": index, "data": index + 1} for index in range(7)]
-    assert config_writes(None) == [{"addr": index, "data": exponent}
-                                   for index, exponent in enumerate(DEFAULT_TABLE.exponents)]
+    assert config_writes(table) == [{"addr": index, "data": index + 1}
+                                    for index in range(7)] + [switch_write()]
+    assert switch_write() == {"addr": SWITCH_ADDR, "data": 0} and SWITCH_ADDR == 7
+    assert config_writes(None, switch=False) == [
+        {"addr": index, "data": exponent} for index, exponent in enumerate(DEFAULT_TABLE.exponents)]
     with pytest.raises(TypeError, match="table must be an ExponentTable"):
         config_writes("table")
