@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from amaranth.hdl import ClockDomain, Module
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.sim import Simulator
 
 from linkcodec.golden.huffman import HuffmanCodebook
@@ -211,26 +210,15 @@ def test_reset_mid_frame(name):
 
 
 def _pair(codec):
-    """The encoder driving the decoder, nothing between them (but for the exponent
-    blocks' values stream, see below); ``(top, encoder, decoder)``."""
+    """The encoder driving the decoder, nothing between them; ``(top, encoder,
+    decoder)``."""
     encoder_name, decoder_name, lanes = PAIRS[codec]
     encoder = get_block(encoder_name).build(lanes=lanes)
     decoder = get_block(decoder_name).build(lanes=lanes)
     top = Module()
     top.submodules.encoder, top.submodules.decoder = encoder, decoder
     for name in stream_ports(encoder)[1]:
-        source, sink = getattr(encoder, name), getattr(decoder, "i" + name[1:])
-        if codec == "exponent" and name == "o":
-            # A direct exponent link stalls on sparse escapes (docs/exponent.md, "Known
-            # limits"): a frame's values words wait in a FIFO, as the link must buffer.
-            top.submodules.values_fifo = fifo = SyncFIFOBuffered(
-                width=len(source.payload.as_value()), depth=32)
-            top.d.comb += [fifo.w_data.eq(source.payload), fifo.w_en.eq(source.valid),
-                           source.ready.eq(fifo.w_rdy),
-                           sink.payload.eq(fifo.r_data), sink.valid.eq(fifo.r_rdy),
-                           fifo.r_en.eq(sink.ready)]
-        else:
-            wiring.connect(top, source, sink)
+        wiring.connect(top, getattr(encoder, name), getattr(decoder, "i" + name[1:]))
     return top, encoder, decoder
 
 
