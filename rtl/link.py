@@ -46,7 +46,7 @@ from ..golden.huffman import HuffmanCodebook
 from ..golden.link import CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, LinkFormat, canonical_qlc
 from ..golden.qlc import QlcCode
 from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
-from .payload import symbol_layout, word_layout
+from .payload import config_write_layout, symbol_layout, word_layout
 
 __all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "LINK_WORD_WIDTH", "LinkTx", "LinkRx",
            "LinkPair", "link_tables"]
@@ -649,15 +649,16 @@ class LinkPair(wiring.Component):
     """:class:`LinkTx` driving :class:`LinkRx`, as ``linkcodec sim link`` runs them:
     ports ``i_s0`` .., ``o_s0`` ...
 
-    With ``channel_pauses`` the link between them is a register that takes no word in
-    about a quarter of the cycles (a 16-bit LFSR decides), so the channel both stalls
-    the transmitter and starves the receiver; without, they are wired directly."""
+    The link between them is a register. A write of 1 to ``i_config`` (address 0) makes
+    it pause: it then takes no word in about a quarter of the cycles (a 16-bit LFSR
+    decides), so the channel both stalls the transmitter and starves the receiver; 0
+    (the reset value) makes it a plain register."""
 
-    def __init__(self, *, channel_pauses=False, **params):
-        self._channel_pauses = channel_pauses
+    def __init__(self, **params):
         self.tx = LinkTx(**params)
         self.rx = LinkRx(**params)
-        members = {}
+        members = {"i_config": In(stream.Signature(
+            config_write_layout(addr_width=1, data_width=1)))}
         for name, member in self.tx.signature.members.items():
             if name != "o":
                 members[name] = member
@@ -669,21 +670,24 @@ class LinkPair(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.tx, m.submodules.rx = self.tx, self.rx
-        if self._channel_pauses:
-            lfsr = Signal(16, init=0xACE1)
-            m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
-            held = Signal.like(self.tx.o.payload)
-            full = Signal()
-            take = ~full | self.rx.i.ready
-            m.d.comb += [self.tx.o.ready.eq(take & (lfsr[:2] != 0)),
-                         self.rx.i.valid.eq(full), self.rx.i.payload.eq(held)]
-            with m.If(self.rx.i.ready):
-                m.d.sync += full.eq(0)
-            with m.If(self.tx.o.valid & self.tx.o.ready):
-                m.d.sync += [full.eq(1), held.eq(self.tx.o.payload)]
-        else:
-            wiring.connect(m, self.tx.o, self.rx.i)
+        pausing = Signal()
+        m.d.comb += self.i_config.ready.eq(1)
+        with m.If(self.i_config.valid & (self.i_config.payload.addr == 0)):
+            m.d.sync += pausing.eq(self.i_config.payload.data)
+        lfsr = Signal(16, init=0xACE1)
+        m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
+        held = Signal.like(self.tx.o.payload)
+        full = Signal()
+        take = ~full | self.rx.i.ready
+        m.d.comb += [self.tx.o.ready.eq(take & ~(pausing & (lfsr[:2] == 0))),
+                     self.rx.i.valid.eq(full), self.rx.i.payload.eq(held)]
+        with m.If(self.rx.i.ready):
+            m.d.sync += full.eq(0)
+        with m.If(self.tx.o.valid & self.tx.o.ready):
+            m.d.sync += [full.eq(1), held.eq(self.tx.o.payload)]
         for name in self.signature.members:
+            if name == "i_config":
+                continue
             block = self.tx if name.startswith("i_") else self.rx
             if name.startswith("i_"):
                 wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(block, name))

@@ -71,13 +71,14 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     """
     frames = deal(frames, streams) if deal_frames else list(frames)
     pair = LinkPair(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
-                    link_bytes=link_bytes, tables=tables, channel_pauses=stall != "none")
+                    link_bytes=link_bytes, tables=tables)
     tables = pair.tx.tables
     fmt = pair.tx.format
     inputs, expected = link_io(fmt, frames)
     name = f"link_pair_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}"
+    pause = {"i_config": [{"addr": 0, "data": int(stall != "none")}]}
     result = run_beats(pair, inputs=inputs, expected=expected, idle=idle, stall=stall,
-                       seed=seed, build_root=build_root, name=name)
+                       seed=seed, build_root=build_root, name=name, config=pause)
     table_flits, per_stream = golden_flits(fmt, frames, tables)
     data_flits = [flit for flits in per_stream.values() for flit in flits]
     stats = link_stats(fmt, table_flits + data_flits, frames, tables)
@@ -117,9 +118,6 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
 def _latency(tx_result, pair, frames, inputs, expected, seed, build_root, name):
     """Cycles from the first symbol into the pair to the first out, with no idle cycle
     and no backpressure."""
-    pair = LinkPair(codec=pair.tx.format.codec, streams=pair.tx.format.streams,
-                    flit_bytes=pair.tx.format.flit_bytes,
-                    link_bytes=pair.tx._params.link_bytes, tables=pair.tx.tables)
     result = run_beats(pair, inputs=inputs, expected=expected, idle="none", stall="none",
                        seed=seed, build_root=build_root, name=name)
     # A lane a stream: beat k out carries the symbol of beat k in.

@@ -1,0 +1,161 @@
+"""The link's hardware (rtl/link.py) against golden/link.py: LinkTx driving LinkRx under
+Verilator, LinkTx's flits byte for byte, LinkRx on bad flits, parameters."""
+
+import json
+
+import numpy as np
+import pytest
+
+from linkcodec.bundled import bundled_files
+from linkcodec.cli import main
+from linkcodec.golden.link import FlitHeader, FlitWriter, LinkFormat
+from linkcodec.golden.qlc import QlcCode, QlcLayout
+from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx, link_tables
+from linkcodec.sim.beats import decoder_beats, symbol_beats
+from linkcodec.sim.blocks import get_block
+from linkcodec.sim.harness import first_mismatch, run_beats
+from linkcodec.sim.link import flits_of_words, link_io, run_link
+
+FILES = [path for path in bundled_files(kind="ffn1_act", layers=[0])]
+
+
+def _tables(codec):
+    """The tables ``linkcodec sim link`` fits on FILES (so the builds are shared)."""
+    block = get_block(f"{codec}-encoder")
+    arrays = [np.load(path).reshape(-1) for path in FILES]
+    tables, _ = block.sim_tables(arrays, {name: None for name in block.sim_options})
+    return link_tables(codec, tables)
+
+
+def _frames(fmt, rng):
+    """Frames of no symbols, one, many flits, incompressible bytes, and the boundaries
+    of the raw/coded choice: exactly a raw flit of symbols, and one more."""
+    tensor = np.load(FILES[0]).reshape(-1)
+    return [tensor[:0], tensor[:1], tensor[:3000],
+            rng.integers(0, 256, 700, dtype=np.uint8),
+            tensor[:fmt.raw_symbols], tensor[:fmt.raw_symbols + 1], tensor[5000:9000]]
+
+
+@pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes", [
+    ("qlc", 2, 256, 64),
+    ("huffman", 3, 64, 16),
+])
+def test_link_round_trip(codec, streams, flit_bytes, link_bytes):
+    """Bit-exact, in order, every stream, with random idle cycles at the inputs, random
+    backpressure at the outputs and a pausing channel; LinkTx's flits are the golden
+    writer's, byte for byte."""
+    fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
+    frames = _frames(fmt, np.random.default_rng(streams))
+    result = run_link(frames, codec=codec, streams=streams, flit_bytes=flit_bytes,
+                      link_bytes=link_bytes, tables=_tables(codec))
+    assert result["bit_exact"], (result["seed"], result.get("mismatch"))
+    assert result["tx_bit_exact"], result["seed"]
+    assert result["raw_flits"] > 0 and result["flits"] > result["raw_flits"] + 1
+    assert result["link_bytes"] == result["flits"] * flit_bytes
+    assert 0 < result["latency_cycles"] < 4 * fmt.body_bits
+
+
+def test_link_survives_a_reset_in_mid_stream():
+    codec, streams = "qlc", 2
+    pair = LinkPair(codec=codec, streams=streams, tables=_tables(codec))
+    fmt = pair.tx.format
+    rng = np.random.default_rng(9)
+    frames = [(index % streams, frame) for index, frame in enumerate(_frames(fmt, rng))]
+    inputs, expected = link_io(fmt, frames)
+    early, _ = link_io(fmt, [(0, np.load(FILES[1]).reshape(-1)[:5000]),
+                             (1, np.load(FILES[2]).reshape(-1)[:5000])])
+    result = run_beats(pair, inputs=inputs, expected=expected, idle="random",
+                       stall="random", name="link_pair_qlc_s2_f256_w64",
+                       config={"i_config": [{"addr": 0, "data": 1}]},
+                       before_reset=(early, 1500))
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+    assert sum(result["taken_before_reset"].values()) > 0
+
+
+def test_rx_drops_table_flits_and_names_bad_flits():
+    """Table flits and flits for a stream the link lacks are dropped; a flit with an
+    invalid code, or fewer symbols than its header says, ends its frame with the error
+    beat; the flits after decode as before."""
+    layout = QlcLayout((3, 3, 3, 3, 3, 4, 5, 8), (4, 8, 8, 8, 8, 16, 32, 172))
+    code = QlcCode(layout, np.arange(256))
+    fmt = LinkFormat("qlc", streams=2, flit_bytes=64)
+    writer = FlitWriter(fmt)
+    table = writer.load(code)
+    good = np.zeros(70, dtype=np.uint8)     # 70 codes of 6 bits: one coded flit
+    [flit] = writer.frame(good, 1)
+    assert FlitHeader.unpack(flit).codec == fmt.codec_id
+    header = FlitHeader.unpack(flit)
+    invalid = bytearray(flit)
+    invalid[4] = 0b00010100                             # 000 101: area 0 holds 4
+    short = FlitHeader(**{**header.__dict__, "count": header.count + 1}).pack() + flit[4:]
+    elsewhere = FlitHeader(**{**header.__dict__, "stream": 3}).pack() + flit[4:]
+    flits = table + [flit, bytes(invalid), short, elsewhere, flit]
+    words = [{"data": int.from_bytes(f[start:start + 16], "big"), "bits": 128,
+              "last": int(start == 48)} for f in flits for start in range(0, 64, 16)]
+    miscounted = decoder_beats([good], 1)
+    miscounted[-1] = {**miscounted[-1], "error": 1}      # 70 symbols, 71 said
+    expected = (decoder_beats([good], 1)
+                + decoder_beats([good], 1, error_after=0)  # the invalid first code
+                + miscounted + decoder_beats([good], 1))
+    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code)
+    result = run_beats(rx, inputs={"i": words}, expected={"o_s1": expected},
+                       idle="random", stall="random", name="link_rx_qlc_s2_f64_w16")
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+
+
+def test_tx_flits_with_one_stream_in_order():
+    """With one stream the flits' order is fixed too: LinkTx's words are the golden
+    writer's flits, in order, under backpressure."""
+    code = _tables("qlc")
+    tx = LinkTx(codec="qlc", streams=1, flit_bytes=128, link_bytes=32, tables=code)
+    fmt = tx.format
+    frames = _frames(fmt, np.random.default_rng(4))[:4]
+    writer = FlitWriter(fmt)
+    writer.load(code)
+    want = [flit for frame in frames for flit in writer.frame(frame)]
+    words = [{"data": int.from_bytes(f[start:start + 32], "big"), "bits": 256,
+              "last": int(start == 96)} for f in want for start in range(0, 128, 32)]
+    result = run_beats(tx, inputs={"i_s0": symbol_beats(frames, 1)}, expected={"o": words},
+                       idle="bursty", stall="random", name="link_tx_qlc_s1_f128_w32")
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+    assert flits_of_words(result["output"]["o"], 32, 128) == want
+
+
+def test_sim_link_command(capsys):
+    code = main(["sim", "link", "--codec", "qlc", "--streams", "2", "--json",
+                 *map(str, FILES)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    for key in ("flits", "raw_flits", "table_flits", "link_bytes", "raw_bytes",
+                "link_bytes_per_symbol", "latency_cycles", "symbols", "cycles",
+                "symbols_per_cycle", "bit_exact", "seed"):
+        assert key in report, key
+    assert report["bit_exact"] and report["tx_bit_exact"]
+    assert report["symbols"] == sum(np.load(path).size for path in FILES)
+    assert report["link_bytes"] <= 1.04 * report["coded_bytes"] + 256
+    assert report["link_bytes_per_symbol"] == round(report["link_bytes"] / report["symbols"], 4)
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"codec": "exponent"}, "codec must be one of 'qlc', 'huffman' in hardware"),
+    ({"lanes": 2}, "lanes must be 1"),
+    ({"streams": 0}, "streams must be 1..16"),
+    ({"streams": 17}, "streams must be 1..16"),
+    ({"link_bytes": 4}, "link_bytes must be a power of two from 8 to flit_bytes"),
+    ({"link_bytes": 512}, "link_bytes must be a power of two from 8 to flit_bytes"),
+    ({"link_bytes": 48}, "link_bytes must be a power of two from 8 to flit_bytes"),
+    ({"flit_bytes": 512}, "flit_bytes must be one of 64, 128, 256"),
+])
+def test_parameters(options, message):
+    for block in (LinkTx, LinkRx):
+        with pytest.raises(ValueError, match=message):
+            block(**options)
+    for block in (LinkTx(streams=16, link_bytes=8), LinkRx(flit_bytes=64, link_bytes=64)):
+        block._MustUse__silence = True            # built to be checked, not elaborated
+
+
+def test_sim_link_refuses_what_the_hardware_lacks(capsys):
+    assert main(["sim", "link", "--codec", "exponent", str(FILES[0])]) == 2
+    assert "carries qlc and huffman" in capsys.readouterr().err
+    assert main(["sim", "qlc-encoder", "--streams", "2", str(FILES[0])]) == 2
+    assert "an option of `linkcodec sim link`" in capsys.readouterr().err
