@@ -22,7 +22,7 @@ file: ``verilator --lint-only -Wall DIR/<module>.vlt DIR/<module>.v`` is clean.
 
 from pathlib import Path
 
-__all__ = ["WAIVERS", "waiver_file", "generate", "axi_wrapper", "axi_port_tables", "add_arguments", "run"]
+__all__ = ["WAIVERS", "waiver_file", "generate", "add_link_arguments", "link_options", "axi_wrapper", "axi_port_tables", "add_arguments", "run"]
 
 #: (rule, reason): what Amaranth's Verilog back end emits by design, waived for the
 #: generated file only. Everything else a lint finds is fixed in the RTL.
@@ -84,9 +84,10 @@ def generate(block, *, lanes=None, word_width=None, axi_stream=False, output):
 
 
 def add_arguments(parser):
+    from .link_hardware import LINK_BLOCKS
     from .sim.blocks import BLOCKS
 
-    parser.add_argument("block", choices=list(BLOCKS))
+    parser.add_argument("block", choices=[*BLOCKS, *LINK_BLOCKS])
     parser.add_argument("--lanes", type=int, default=None,
                         help="lanes (default: the block's fewest, 1 or 4 for the exponent "
                              "blocks)")
@@ -96,12 +97,54 @@ def add_arguments(parser):
     parser.add_argument("--axi-stream", action="store_true",
                         help="AXI4-Stream port names (aclk, aresetn, s_axis_*, m_axis_*, "
                              "cfg_*; see docs/axi.md)")
+    add_link_arguments(parser)
     parser.add_argument("-o", "--output", required=True, metavar="DIR")
 
 
+def add_link_arguments(parser):
+    """The options of the link's blocks (``link-tx``, ``link-rx``)."""
+    parser.add_argument("--codec", default=None, choices=["qlc", "huffman"],
+                        help="link-tx and link-rx only: the codec (default qlc)")
+    parser.add_argument("--streams", type=int, default=None,
+                        help="link-tx and link-rx only: streams, 1 to 16 (default 1)")
+    parser.add_argument("--flit-bytes", type=int, default=None,
+                        help="link-tx and link-rx only: 64, 128 or 256 (default 256)")
+    parser.add_argument("--link-bytes", type=int, default=None,
+                        help="link-tx and link-rx only: bytes the link carries a cycle "
+                             "(default 64)")
+
+
+def link_options(args):
+    """``args``' link options as keyword arguments of the link's blocks; for another
+    block, a ``ValueError`` if any is given."""
+    from .link_hardware import LINK_BLOCKS
+
+    given = {"codec": args.codec, "streams": args.streams, "flit_bytes": args.flit_bytes,
+             "link_bytes": args.link_bytes}
+    blocks = getattr(args, "blocks", None) or [args.block]
+    if not any(block in LINK_BLOCKS for block in blocks):
+        for name, value in given.items():
+            if value is not None:
+                raise ValueError(f"--{name.replace('_', '-')} is an option of link-tx and "
+                                 f"link-rx only")
+    defaults = {"codec": "qlc", "streams": 1, "flit_bytes": 256, "link_bytes": 64}
+    return {name: defaults[name] if value is None else value for name, value in given.items()}
+
+
 def run(args):
-    for path in generate(args.block, lanes=args.lanes, word_width=args.word_width,
-                         axi_stream=args.axi_stream, output=args.output):
+    from .link_hardware import LINK_BLOCKS, generate_link
+
+    options = link_options(args)
+    if args.block in LINK_BLOCKS:
+        if args.word_width is not None:
+            raise ValueError("--word-width is not an option of the link's blocks "
+                             "(--link-bytes sets the link word)")
+        paths = generate_link(args.block, lanes=args.lanes or 1, axi_stream=args.axi_stream,
+                              output=args.output, **options)
+    else:
+        paths = generate(args.block, lanes=args.lanes, word_width=args.word_width,
+                         axi_stream=args.axi_stream, output=args.output)
+    for path in paths:
         print(path)
     return 0
 

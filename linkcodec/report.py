@@ -24,8 +24,12 @@ __all__ = ["add_arguments", "run", "render"]
 def add_arguments(parser):
     from .sim.blocks import BLOCKS
 
-    parser.add_argument("blocks", nargs="+", metavar="BLOCK", choices=list(BLOCKS),
-                        help=f"one or more of {', '.join(BLOCKS)}")
+    from .generate import add_link_arguments
+    from .link_hardware import LINK_BLOCKS
+
+    parser.add_argument("blocks", nargs="+", metavar="BLOCK", choices=[*BLOCKS, *LINK_BLOCKS],
+                        help=f"one or more of {', '.join([*BLOCKS, *LINK_BLOCKS])}")
+    add_link_arguments(parser)
     parser.add_argument("--lanes", type=int, nargs="+", default=None,
                         help="lane counts (default: each block's fewest, as `linkcodec sim` "
                              "and `generate` take)")
@@ -44,7 +48,8 @@ def render(rows):
     return markdown_table(
         ["block", "lanes", "word bits", "symbols/cycle", "Fmax (MHz)", "Msymbols/s",
          "LUTs", "FFs", "RAM cells", "gates (NAND2)", "Msymbols/s per 1k LUTs"],
-        [[row["block"], str(row["lanes"]), str(row["word_width"]),
+        [[row["block"] + (f" ({row['codec']} x{row['streams']})" if "streams" in row else ""),
+          str(row["lanes"]), str(row["word_width"]),
           f"{row['symbols_per_cycle']:.3f}", number(row["fmax_mhz"], 1),
           number(row["msymbols_per_s"], 1), number(row["luts"]), number(row["ffs"]),
           number(row["ram_cells"]), number(row["gates_nand2"]),
@@ -56,20 +61,28 @@ def render(rows):
 def run(args):
     from tqdm import tqdm
 
+    from .generate import link_options
     from .hardware import report_row
+    from .link_hardware import LINK_BLOCKS, link_report_row
     from .sim.blocks import get_block
 
     if args.seeds < 1:
         raise ValueError(f"--seeds must be at least 1, not {args.seeds}")
+    options = link_options(args)
     cases = [(block, lanes) for block in args.blocks
-             for lanes in (args.lanes or [min(get_block(block).lanes)])]
+             for lanes in (args.lanes or [1 if block in LINK_BLOCKS
+                                          else min(get_block(block).lanes)])]
     for block, lanes in cases:
-        get_block(block).check_lanes(lanes)
+        if block not in LINK_BLOCKS:
+            get_block(block).check_lanes(lanes)
     rows = []
     with tqdm(cases, desc="report", unit="block", disable=None) as bar:
         for block, lanes in bar:
             bar.set_postfix_str(f"{block} x{lanes}")
-            rows.append(report_row(block, lanes, seeds=args.seeds))
+            if block in LINK_BLOCKS:
+                rows.append(link_report_row(block, lanes=lanes, seeds=args.seeds, **options))
+            else:
+                rows.append(report_row(block, lanes, seeds=args.seeds))
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
