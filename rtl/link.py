@@ -46,6 +46,7 @@ from ..golden.huffman import HuffmanCodebook
 from ..golden.link import CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, LinkFormat, canonical_qlc
 from ..golden.qlc import QlcCode
 from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
+from .bitpack import mux_tree
 from .payload import config_write_layout, symbol_layout, word_layout
 
 __all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "LINK_WORD_WIDTH", "LinkTx", "LinkRx",
@@ -109,6 +110,16 @@ class _Params:
         self.tables = link_tables(codec, tables)
         self.rows = flit_bytes // link_bytes            # link words a flit
         self.row_bits = 8 * link_bytes
+
+
+def _checked(component, **params):
+    """:class:`_Params` for ``component``; a component refused is not an unused one
+    (Amaranth warns of those)."""
+    try:
+        return _Params(**params)
+    except (TypeError, ValueError):
+        component._MustUse__silence = True
+        raise
 
 
 def _header(*, codec, last, stream, count, bits):
@@ -339,8 +350,8 @@ class LinkTx(wiring.Component):
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
                  link_bytes=DEFAULT_LINK_BYTES, tables=None):
-        self._params = _Params(codec=codec, streams=streams, lanes=lanes,
-                               flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
+        self._params = _checked(self, codec=codec, streams=streams, lanes=lanes,
+                                flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
         members = {f"i_s{index}": In(stream.Signature(symbol_layout(1)))
                    for index in range(streams)}
         members["o"] = Out(stream.Signature(word_layout(self._params.row_bits)))
@@ -366,7 +377,7 @@ class LinkTx(wiring.Component):
             units.append(unit)
 
         # Round robin over the streams' full flits, a flit at a time.
-        current = Signal(range(p.streams))
+        current = Signal(range(max(2, p.streams)))
         sending = Signal()
         row = Signal(range(p.rows))
         tail = Signal(8 * HEADER_BYTES)          # the last 4 bytes of the row before
@@ -374,16 +385,16 @@ class LinkTx(wiring.Component):
         with m.If(self.o.valid & self.o.ready):
             m.d.sync += self.o.valid.eq(0)
 
-        selected = units[0]
         row_data = Signal(p.row_bits)
         header = Signal(32)
         bits = Signal(11)
-        with m.Switch(current):
-            for index, unit in enumerate(units):
-                with m.Case(index):
-                    m.d.comb += [row_data.eq(unit.row_data), header.eq(unit.header),
-                                 bits.eq(unit.bits), unit.row.eq(row)]
-        del selected
+        m.d.comb += [
+            row_data.eq(mux_tree([unit.row_data for unit in units], current, p.row_bits)),
+            header.eq(mux_tree([unit.header for unit in units], current, 32)),
+            bits.eq(mux_tree([unit.bits for unit in units], current, 11)),
+        ]
+        for unit in units:
+            m.d.comb += unit.row.eq(row)
 
         with m.If(~sending):
             # Pick the next stream with a full flit after the current one.
@@ -419,10 +430,8 @@ class LinkTx(wiring.Component):
             ]
             with m.If(row == p.rows - 1):
                 m.d.sync += sending.eq(0)
-                with m.Switch(current):
-                    for index, unit in enumerate(units):
-                        with m.Case(index):
-                            m.d.comb += unit.flit_taken.eq(1)
+                for index, unit in enumerate(units):
+                    m.d.comb += unit.flit_taken.eq(current == index)
         return m
 
 
@@ -449,7 +458,7 @@ class _RxStream(wiring.Component):
         m.submodules.flits = flits = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
                                             init=[])
         write = flits.write_port()
-        read = flits.read_port(domain="comb")     # raw flits read their bytes from words
+        read = flits.read_port()          # registered; raw flits read bytes from words
         full = Signal(2)
         slot = Signal()                     # the slot being written
         out_slot = Signal()                 # the slot being read
@@ -488,24 +497,59 @@ class _RxStream(wiring.Component):
         raw_out = Signal(symbol_layout(1, error=True))
         freed = Signal()
 
-        # One 16-bit word a cycle: the decoder's next word, or the raw symbol's pair of
-        # bytes (raw symbol n is flit byte 4 + n; the body starts on an even byte).
+        # One 16-bit word a cycle, read (a registered read) a cycle before it is used:
+        # the decoder's next word, or the pair of bytes that holds the next raw symbol
+        # (raw symbol n is flit byte 4 + n; the body starts on an even byte). The word in
+        # hand keeps what it needs of its flit's header, so the slot can go at once.
         column_bits = (link_bytes - 1).bit_length()
         word_byte = Signal(13)
-        byte = Signal(8)
-        word = Signal(16)
         m.d.comb += [
             word_byte.eq(Mux(is_raw, HEADER_BYTES + position,
                              HEADER_BYTES + 2 * position)),
             read.addr.eq(out_slot * rows + (word_byte >> column_bits)),
-            # Byte c of a row is its (link_bytes - 1 - c)-th from the bottom: ~c.
-            word.eq(read.data.word_select((~word_byte)[1:column_bits], 16)),
-            byte.eq(Mux(word_byte[0], word[:8], word[8:])),
         ]
         words = Mux(h_bits == 0, 1, (h_bits + 15) >> 4)
+        held = Signal()                          # a word in hand
+        held_raw = Signal()
+        held_empty = Signal()                    # an empty raw flit: no symbol
+        held_done = Signal()                     # its flit's last symbol or word
+        held_last = Signal()                     # ... of a flit that ends a frame
+        held_bits = Signal(5)                    # a coded flit's last word's bits
+        held_select = Signal(column_bits)        # the byte it starts at, in the row
+        word = Signal(16)
+        byte = Signal(8)
+        m.d.comb += [
+            # Byte c of a row is its (link_bytes - 1 - c)-th from the bottom: ~c.
+            word.eq(read.data.word_select((~held_select)[1:], 16)),
+            byte.eq(Mux(held_select[0], word[:8], word[8:])),
+        ]
 
         with m.If(raw_out_valid & self.o.ready):
             m.d.sync += raw_out_valid.eq(0)
+        used = Signal()
+        with m.If(held & held_raw):
+            with m.If(~raw_out_valid | self.o.ready):
+                m.d.comb += used.eq(1)
+                with m.If(held_empty):
+                    # An empty flit: only a frame's end, if it is one.
+                    m.d.sync += [raw_out.count.eq(0), raw_out.last.eq(1),
+                                 raw_out.error.eq(0), raw_out_valid.eq(held_last)]
+                with m.Else():
+                    m.d.sync += [raw_out.symbols[0].eq(byte), raw_out.count.eq(1),
+                                 raw_out.last.eq(held_done & held_last),
+                                 raw_out.error.eq(0), raw_out_valid.eq(1)]
+        with m.Elif(held):
+            m.d.comb += [
+                decoder.i.valid.eq(1),
+                decoder.i.payload.data.eq(word),
+                decoder.i.payload.bits.eq(Mux(held_done, held_bits, 16)),
+                decoder.i.payload.last.eq(held_done),
+                used.eq(decoder.i.ready),
+            ]
+        advance = ~held | used
+        m.d.comb += read.en.eq(advance)
+        with m.If(advance):
+            m.d.sync += held.eq(0)
 
         with m.If(~reading):
             with m.If(full.bit_select(out_slot, 1)):
@@ -516,30 +560,15 @@ class _RxStream(wiring.Component):
                     m.d.comb += [decoding.w_en.eq(1),
                                  decoding.w_data.eq(Cat(h_count, h_last))]
                     m.d.sync += [reading.eq(1), position.eq(0)]
-        with m.Elif(is_raw):
-            with m.If(~raw_out_valid | self.o.ready):
-                with m.If(h_count == 0):
-                    # An empty flit: only a frame's end, if it is one.
-                    m.d.sync += [raw_out.count.eq(0), raw_out.last.eq(1),
-                                 raw_out.error.eq(0), raw_out_valid.eq(h_last)]
-                    m.d.comb += freed.eq(1)
-                with m.Else():
-                    done = position == h_count - 1
-                    m.d.sync += [raw_out.symbols[0].eq(byte), raw_out.count.eq(1),
-                                 raw_out.last.eq(done & h_last), raw_out.error.eq(0),
-                                 raw_out_valid.eq(1), position.eq(position + 1)]
-                    m.d.comb += freed.eq(done)
-        with m.Else():
-            done = position == words - 1
-            m.d.comb += [
-                decoder.i.valid.eq(1),
-                decoder.i.payload.data.eq(word),
-                decoder.i.payload.bits.eq(Mux(done, h_bits - (position << 4), 16)),
-                decoder.i.payload.last.eq(done),
-            ]
-            with m.If(decoder.i.ready):
-                m.d.sync += position.eq(position + 1)
-                m.d.comb += freed.eq(done)
+        with m.Elif(advance):
+            done = Mux(is_raw, (h_count == 0) | (position == h_count - 1),
+                       position == words - 1)
+            m.d.sync += [held.eq(1), held_raw.eq(is_raw), held_empty.eq(is_raw & (h_count == 0)),
+                         held_done.eq(done), held_last.eq(h_last),
+                         held_bits.eq(h_bits - (position << 4)),
+                         held_select.eq(word_byte[:column_bits]),
+                         position.eq(position + 1)]
+            m.d.comb += freed.eq(done)
         with m.If(freed):
             m.d.sync += [reading.eq(0), out_slot.eq(~out_slot),
                          full.bit_select(out_slot, 1).eq(0)]
@@ -594,8 +623,8 @@ class LinkRx(wiring.Component):
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
                  link_bytes=DEFAULT_LINK_BYTES, tables=None):
-        self._params = _Params(codec=codec, streams=streams, lanes=lanes,
-                               flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
+        self._params = _checked(self, codec=codec, streams=streams, lanes=lanes,
+                                flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
         members = {"i": In(stream.Signature(word_layout(self._params.row_bits)))}
         for index in range(streams):
             members[f"o_s{index}"] = Out(stream.Signature(symbol_layout(1, error=True)))
@@ -620,21 +649,21 @@ class LinkRx(wiring.Component):
             units.append(unit)
 
         row = Signal(range(p.rows))
-        target = Signal(range(p.streams))
+        target = Signal(range(max(2, p.streams)))
         keep = Signal()                         # the flit goes to a stream (else dropped)
         top = self.i.payload.data[-32:]
         stream_field = top[23:27]
         is_table = top[29]
-        routed = Signal(range(p.streams))
+        routed = Signal(range(max(2, p.streams)))
         wanted = Signal()
         m.d.comb += [routed.eq(Mux(row == 0, stream_field, target)),
                      wanted.eq(Mux(row == 0, ~is_table & (stream_field < p.streams), keep))]
+        # (A flit for a stream the link lacks is not wanted: it is dropped.)
         free = Signal()
-        with m.Switch(routed):
-            for index, unit in enumerate(units):
-                with m.Case(index):
-                    m.d.comb += free.eq(unit.slot_free)
-                    m.d.comb += unit.write.eq(self.i.valid & self.i.ready & wanted)
+        m.d.comb += free.eq(mux_tree([unit.slot_free for unit in units], routed, 1))
+        for index, unit in enumerate(units):
+            m.d.comb += unit.write.eq(self.i.valid & self.i.ready & wanted
+                                      & (routed == index))
         m.d.comb += self.i.ready.eq(~wanted | free)
         for unit in units:
             m.d.comb += [unit.write_row.eq(row), unit.write_data.eq(self.i.payload.data)]
@@ -655,7 +684,11 @@ class LinkPair(wiring.Component):
     (the reset value) makes it a plain register."""
 
     def __init__(self, **params):
-        self.tx = LinkTx(**params)
+        try:
+            self.tx = LinkTx(**params)
+        except (TypeError, ValueError):
+            self._MustUse__silence = True
+            raise
         self.rx = LinkRx(**params)
         members = {"i_config": In(stream.Signature(
             config_write_layout(addr_width=1, data_width=1)))}

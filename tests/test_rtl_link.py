@@ -159,3 +159,18 @@ def test_sim_link_refuses_what_the_hardware_lacks(capsys):
     assert "carries qlc and huffman" in capsys.readouterr().err
     assert main(["sim", "qlc-encoder", "--streams", "2", str(FILES[0])]) == 2
     assert "an option of `linkcodec sim link`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["link-tx", "link-rx"])
+def test_generate_link_lints_clean(kind, tmp_path, capsys):
+    from test_generate import lint
+
+    assert main(["generate", kind, "--codec", "huffman", "--streams", "3", "--link-bytes",
+                 "32", "-o", str(tmp_path)]) == 0
+    module = f"linkcodec_{kind.replace('-', '_')}_huffman_s3_l1_w32"
+    assert capsys.readouterr().out.split() == [str(tmp_path / f"{module}.v"),
+                                               str(tmp_path / f"{module}.vlt")]
+    result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
+    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
+    assert main(["generate", kind, "--axi-stream", "-o", str(tmp_path)]) == 2
+    assert "--axi-stream does not take the link's blocks" in capsys.readouterr().err
