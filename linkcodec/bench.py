@@ -82,6 +82,10 @@ def add_arguments(parser):
     parser.add_argument("--bf16", action="store_true",
                         help="the exponent remap (tables by sigma and by histogram) beside "
                         "exponent Huffman and zstd on the bundled bf16 tensors")
+    parser.add_argument("--link", action="store_true",
+                        help="the link's flits on the bundled sample: link bytes against "
+                             "each codec's own frame bytes and raw bytes, per tensor class "
+                             "(golden model, 256-byte flits, tables from steps 0-2)")
     parser.add_argument("--fuzz", action="store_true",
                         help="10,000 fuzzed frames through the QLC decoder at lanes 1 and 4 "
                              "against the golden word-level model")
@@ -995,6 +999,18 @@ def render_contract(rows):
                               if failed else f"\n\nAll {len(rows)} checks passed.")
 
 
+def _link_overhead():
+    from .linkmodel import link_overhead_rows
+
+    return link_overhead_rows()
+
+
+def _render_link_overhead(rows):
+    from .linkmodel import render_link_overhead
+
+    return render_link_overhead(rows)
+
+
 #: (flag, title, compute(args), render(result)), in the order the sections print.
 SECTIONS = [
     ("data", "The bundled sample", lambda args: data_section(), render_data),
@@ -1010,6 +1026,8 @@ SECTIONS = [
      render_codecs),
     ("bf16", "bf16 tensors: exponent remap, exponent Huffman, zstd",
      lambda args: bf16_rows(), render_bf16),
+    ("link", "Link flits: what the flit format costs over each codec's own frames",
+     lambda args: _link_overhead(), _render_link_overhead),
     ("hardware", "Cycles per symbol, no stalls", lambda args: hardware_rows(args.lanes),
      render_hardware),
     ("synthesis", "Symbols per second and area", lambda args: synthesis_rows(args.lanes),

@@ -73,19 +73,27 @@ def test_round_trip_on_the_sample(codec, streams, flit_bytes):
 
 @pytest.mark.parametrize("codec", ["qlc", "huffman", "exponent"])
 def test_overhead_on_the_sample(codec):
-    """Step 3 of every class with the tables of steps 0-2: the flits cost at most 1.045 x
-    the codec's own frame bytes (headers, CRC fields, the end of each frame's last flit
-    and the table flit; ``linkcodec bench --link`` prints the figure) and never more
+    """Step 3 of every class with the tables of steps 0-2: over the whole sample the flits
+    cost at most 1.04 x the codec's own frame bytes (headers, CRC fields, the end of each
+    frame's last flit and the table flits), and so does each class of large tensors
+    (ffn2, 96 KB a tensor). The small ffn1 tensors (24 KB) cost up to 1.047 x: 8 bytes
+    a 256-byte flit are fixed (3.1 %) and each frame leaves part of its last flit
+    empty (``linkcodec bench --link`` prints every figure). No class takes more flits
     than raw."""
-    for kind in ("ffn2_act", "ffn2_grad"):
+    link = coded = 0
+    for kind in ("ffn1_act", "ffn2_act", "ffn1_grad", "ffn2_grad"):
         earlier, later = _sample(kind, codec)
         tables = _tables(codec, earlier)
         fmt = LinkFormat(codec, streams=4)
         flits = flits_from_frames(fmt, deal(later, 4), tables)
         stats = link_stats(fmt, flits, later, tables)
-        assert stats.link_bytes <= 1.04 * stats.coded_bytes, (kind, stats)
+        if kind.startswith("ffn2"):
+            assert stats.link_bytes <= 1.04 * stats.coded_bytes, (kind, stats)
+        assert stats.link_bytes <= 1.05 * stats.coded_bytes, (kind, stats)
         raw = sum(fmt.raw_flits(f.size) for f in later) + stats.table_flits
         assert stats.flits <= raw
+        link, coded = link + stats.link_bytes, coded + stats.coded_bytes
+    assert link <= 1.04 * coded
 
 
 @pytest.mark.parametrize("codec", ["qlc", "huffman", "exponent"])
