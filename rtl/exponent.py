@@ -174,9 +174,10 @@ class _ExponentBlock(LanedBlock):
 
     def _banks(self, m, boundary):
         """The two banks of the table and the bank logic: ``(exponents, active, bank,
-        pending)``. ``exponents(which)`` is the 7 exponents of bank ``which``; ``active``
-        the bank in use, ``bank`` the bank of work that starts this cycle (a pending
-        switch takes effect when ``boundary``), ``pending`` the switch asked for.
+        pending, requested)``. ``exponents(which)`` is the 7 exponents of bank ``which``;
+        ``active`` the bank in use, ``bank`` the bank of work that starts this cycle (a
+        pending switch takes effect when ``boundary``), ``pending`` the switch asked for,
+        ``requested`` a switch asked for this cycle.
 
         Config writes go to the idle bank (``i_config.ready`` is the caller's). ``active``
         is a table (it names the working bank), so it is reset-less; a reset is a frame
@@ -213,14 +214,16 @@ class _ExponentBlock(LanedBlock):
         # If the reset-less register would latch X at its first edge; see the Huffman
         # blocks).
         m.d.sync += active.eq(active ^ flip)
+        requested = Signal()
+        m.d.comb += requested.eq(write & (addr == SWITCH_ADDR))
         with m.If(flip):
             m.d.sync += pending.eq(0)
-        with m.Elif(write & (addr == SWITCH_ADDR)):
+        with m.Elif(requested):
             m.d.sync += pending.eq(1)
 
         def exponents(which):
             return [Mux(which, high, low) for low, high in zip(*banks)]
-        return exponents, active, bank, pending
+        return exponents, active, bank, pending, requested
 
 
 class ExponentRemapEncoder(_ExponentBlock):
@@ -303,9 +306,28 @@ class ExponentRemapEncoder(_ExponentBlock):
         in_frame = Signal()
         with m.If(self.i.valid & step):
             m.d.sync += in_frame.eq(~self.i.payload.last)
-        bank_exponents, _, bank, pending = self._banks(m, ~in_frame)
+        bank_exponents, active, _, pending, requested = self._banks(m, ~in_frame)
         m.d.comb += self.i_config.ready.eq(~pending)
-        exponents = bank_exponents(bank)
+        # The exponents of the code stage's bank, ``active ^ (pending & ~in_frame)``, as
+        # registers loaded the cycle before from the bank that it becomes, so that the
+        # comparators read flip-flops, as with one bank (the bank select and its mux were
+        # the encoder's critical path). A write in that cycle goes to the other bank. A
+        # reset takes a pending switch; each condition is an ``If``, so a config port left
+        # undriven in a 4-state simulator reads as no switch.
+        in_frame_next = Mux(self.i.valid & step, ~self.i.payload.last, in_frame)
+        next_bank = Signal()
+        with m.If(ResetSignal(allow_reset_less=True)):
+            m.d.comb += next_bank.eq(active ^ pending)
+        with m.Elif(pending & ~in_frame):             # the switch takes effect now
+            m.d.comb += next_bank.eq(~active)
+        with m.Elif(requested):
+            m.d.comb += next_bank.eq(active ^ ~in_frame_next)
+        with m.Else():
+            m.d.comb += next_bank.eq(active ^ (pending & ~in_frame_next))
+        exponents = [Signal(8, init=exponent, reset_less=True, name=f"code_exponent{index}")
+                     for index, exponent in enumerate(self.table.exponents)]
+        m.d.sync += [register.eq(exponent) for register, exponent
+                     in zip(exponents, bank_exponents(next_bank))]
 
         stage = pipeline_stage(m, step)
 
@@ -473,10 +495,11 @@ class EscapeQueue(wiring.Component):
             m.d.sync += dropping.eq(1)
 
         # ``take`` comes late in the user's cycle, so it only enables registers: what an
-        # entry loads is picked by registers alone (the entry above, or the incoming word).
+        # entry loads is picked by registers alone (the entry above, or the incoming word),
+        # and ``take`` only chooses between two compares of ``held``.
         pop = self.take
         for index in range(depth):
-            loads = push & (held - pop == index)
+            loads = push & Mux(pop, held == index + 1, held == index)
             if index + 1 < depth:
                 has_above = held > index + 1
                 with m.If((pop & has_above) | loads):
@@ -716,36 +739,36 @@ class ExponentRemapDecoder(_ExponentBlock):
         m.d.comb += left.eq(head.bytes - offset)
         wanted = Signal(range(lanes + 1))            # bytes the beat still needs
         m.d.comb += wanted.eq(need - got)
+        # Two compares of two differences (not a sum of what it took), so the decision
+        # below, which every stage before this one waits for, stays shallow.
+        complete = Signal()                          # the head word holds every byte
+        spare = Signal()                             # ... and bytes after them
+        m.d.comb += [complete.eq(wanted <= left), spare.eq(wanted < left)]
         took = Signal(range(lanes + 1))              # bytes it reads from the head word
-        m.d.comb += took.eq(Mux(wanted < left, wanted, left))
+        m.d.comb += took.eq(Mux(complete, wanted, left))
         got_next = Signal(range(lanes + 1))
         m.d.comb += got_next.eq(got + took)
-        rest = Signal(range(byte_positions + 1))    # bytes of the head word after them
-        m.d.comb += rest.eq(left - took)
-        complete = Signal()                          # every byte the beat needs is read
-        m.d.comb += complete.eq(got_next == need)
         # The beat is done with the head word if it has all its bytes, or the frame has
         # no more (the head ends it: the rest are missing); a frame's last beat also
         # needs to know that nothing is left over: the head ends the frame, or bytes are
         # left in it (extra escapes). Otherwise it takes the head word and reads on.
         finished = Signal()
-        m.d.comb += finished.eq(Mux(last, head.end | (complete & (rest != 0)),
-                                    head.end | complete))
+        m.d.comb += finished.eq(head.end | Mux(last, spare, complete))
         # Escapes left over once the frame's values are all in (or a fault cut them).
         extra = Signal()
-        m.d.comb += extra.eq((rest != 0) | (head.end & head.fault))
+        m.d.comb += extra.eq(spare | (head.end & head.fault))
         active = Signal()
         m.d.comb += active.eq(codes_stage["valid"] & advance & ~escapes_draining)
         reading = Signal()                           # the beat reads the head word
         m.d.comb += reading.eq(active & needs & escapes_queue.present)
         m.d.comb += escapes_step.eq(active & (~needs | (escapes_queue.present & finished)))
         m.d.comb += escapes_queue.take.eq(
-            (reading & (~finished | last | ((rest == 0) & ~head.end)))
+            (reading & (~finished | last | (~spare & ~head.end)))
             | (escapes_draining & escapes_queue.present))
         with m.If(reading):
             with m.If(~finished):
                 m.d.sync += [offset.eq(0), got.eq(got_next)]
-            with m.Elif(last | ((rest == 0) & ~head.end)):
+            with m.Elif(last | (~spare & ~head.end)):
                 m.d.sync += [offset.eq(0), got.eq(0)]
             with m.Else():
                 m.d.sync += [offset.eq(offset + took), got.eq(0)]
@@ -772,7 +795,7 @@ class ExponentRemapDecoder(_ExponentBlock):
         in_frame = Signal()
         with m.If(escapes_step):
             m.d.sync += in_frame.eq(~last)
-        bank_exponents, active_bank, bank, switch_pending = self._banks(m, ~in_frame)
+        bank_exponents, active_bank, bank, switch_pending, _ = self._banks(m, ~in_frame)
 
         def stage(name, value, shape=None):
             register = Signal(shape if shape is not None else len(value), name=name)

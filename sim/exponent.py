@@ -22,12 +22,17 @@ from .block import BlockDescription
 __all__ = ["ExponentRemapEncoderBlock", "ExponentRemapDecoderBlock", "wire_words"]
 
 
-def wire_words(frame, table, word_width, lanes):
+def wire_words(frame, table, word_width, lanes=None):
     """``(values_words, escapes_words)``: the words of both streams of ``frame``'s wire
-    frame under ``table``, as an encoder of ``lanes`` lanes sends them."""
+    frame under ``table``: the escapes as an encoder of ``lanes`` lanes sends them, a
+    word a beat (:func:`~linkcodec.golden.exponent.escape_words`), or without ``lanes``
+    in full words, which a decoder takes as well (any whole bytes a word)."""
     wire = wire_encode(frame, table)
-    return (frame_words(wire.values, wire.values_bits, word_width),
-            escape_words(frame, table, lanes=lanes, word_width=word_width))
+    if lanes is None:
+        escapes = frame_words(wire.escapes, wire.escapes_bits, word_width)
+    else:
+        escapes = escape_words(frame, table, lanes=lanes, word_width=word_width)
+    return frame_words(wire.values, wire.values_bits, word_width), escapes
 
 
 class _ExponentBlock(BlockDescription):
