@@ -648,9 +648,12 @@ class LinkRx(wiring.Component):
             wiring.connect(m, unit.o, wiring.flipped(getattr(self, f"o_s{index}")))
             units.append(unit)
 
-        row = Signal(range(p.rows))
+        # Routing: each word is tagged with its stream (one-hot, or none: dropped) as it is
+        # taken, then written from a register, so the streams' write enables come from
+        # flip-flops; a skid register keeps i.ready a flip-flop too.
+        row = Signal(range(p.rows))               # of the next word taken
         target = Signal(range(max(2, p.streams)))
-        keep = Signal()                         # the flit goes to a stream (else dropped)
+        keep = Signal()                           # the flit goes to a stream (else dropped)
         top = self.i.payload.data[-32:]
         stream_field = top[23:27]
         is_table = top[29]
@@ -658,19 +661,35 @@ class LinkRx(wiring.Component):
         wanted = Signal()
         m.d.comb += [routed.eq(Mux(row == 0, stream_field, target)),
                      wanted.eq(Mux(row == 0, ~is_table & (stream_field < p.streams), keep))]
-        # (A flit for a stream the link lacks is not wanted: it is dropped.)
-        free = Signal()
-        m.d.comb += free.eq(mux_tree([unit.slot_free for unit in units], routed, 1))
+        tagged_layout = data.StructLayout({"data": p.row_bits, "row": range(p.rows),
+                                           "streams": p.streams})
+        tagged = Signal(tagged_layout)
+        m.d.comb += [tagged.data.eq(self.i.payload.data), tagged.row.eq(row),
+                     tagged.streams.eq(Cat(*[wanted & (routed == index)
+                                             for index in range(p.streams)]))]
+        held, held_valid = Signal(tagged_layout), Signal()        # the word being written
+        spare, spare_valid = Signal(tagged_layout), Signal()      # the skid register
+        writes = Cat(*[held_valid & held.streams[index]
+                       & ((held.row != 0) | unit.slot_free)
+                       for index, unit in enumerate(units)])
+        moved = held_valid & ((held.streams == 0) | writes.any())
         for index, unit in enumerate(units):
-            m.d.comb += unit.write.eq(self.i.valid & self.i.ready & wanted
-                                      & (routed == index))
-        m.d.comb += self.i.ready.eq(~wanted | free)
-        for unit in units:
-            m.d.comb += [unit.write_row.eq(row), unit.write_data.eq(self.i.payload.data)]
-        with m.If(self.i.valid & self.i.ready):
+            m.d.comb += [unit.write.eq(writes[index]), unit.write_row.eq(held.row),
+                         unit.write_data.eq(held.data)]
+        m.d.comb += self.i.ready.eq(~spare_valid)
+        taken = self.i.valid & self.i.ready
+        with m.If(taken):
             m.d.sync += row.eq(Mux(row == p.rows - 1, 0, row + 1))
             with m.If(row == 0):
                 m.d.sync += [target.eq(stream_field), keep.eq(wanted)]
+        with m.If(~held_valid | moved):
+            # The held word moves on: the spare word, else the one taken, takes its place.
+            with m.If(spare_valid):
+                m.d.sync += [held.eq(spare), held_valid.eq(1), spare_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [held.eq(tagged), held_valid.eq(taken)]
+        with m.Elif(taken):
+            m.d.sync += [spare.eq(tagged), spare_valid.eq(1)]
         return m
 
 
