@@ -396,6 +396,15 @@ class LinkTx(wiring.Component):
         for unit in units:
             m.d.comb += unit.row.eq(row)
 
+        # Two stages move together while the output moves: the selected stream's row is
+        # registered (staged), then the word is made of it.
+        staged = Signal()
+        staged_row_data = Signal(p.row_bits)
+        staged_header = Signal(32)
+        staged_bits = Signal(11)
+        staged_row = Signal(range(p.rows))
+        with m.If(advance):
+            m.d.sync += staged.eq(0)
         with m.If(~sending):
             # Pick the next stream with a full flit after the current one.
             for offset in reversed(range(1, p.streams + 1)):
@@ -403,35 +412,40 @@ class LinkTx(wiring.Component):
                 with m.If(Cat(*[unit.flit_valid for unit in units]).bit_select(candidate, 1)):
                     m.d.sync += [current.eq(candidate), sending.eq(1), row.eq(0)]
         with m.Elif(advance):
+            m.d.sync += [staged.eq(1), staged_row_data.eq(row_data),
+                         staged_header.eq(header), staged_bits.eq(bits),
+                         staged_row.eq(row), row.eq(row + 1)]
+            with m.If(row == p.rows - 1):
+                m.d.sync += sending.eq(0)
+                for index, unit in enumerate(units):
+                    m.d.comb += unit.flit_taken.eq(current == index)
+
+        with m.If(advance & staged):
             link_bytes = p.link_bytes
-            front = Mux(row == 0, header, tail)
-            flit_byte0 = row * link_bytes                     # flit byte of column 0
-            end = ((bits + 7) >> 3) + HEADER_BYTES            # flit byte past the body
-            ragged = bits & 7
+            row_, bits_ = staged_row, staged_bits
+            front = Mux(row_ == 0, staged_header, tail)
+            flit_byte0 = row_ * link_bytes                    # flit byte of column 0
+            end = ((bits_ + 7) >> 3) + HEADER_BYTES           # flit byte past the body
+            ragged = bits_ & 7
             out = []
             for column in range(link_bytes):
                 if column < HEADER_BYTES:
                     byte = front.word_select(HEADER_BYTES - 1 - column, 8)
                 else:
-                    byte = _byte_of_row(row_data, column - HEADER_BYTES, link_bytes)
+                    byte = _byte_of_row(staged_row_data, column - HEADER_BYTES, link_bytes)
                 at = flit_byte0 + column
                 keep = (at >= HEADER_BYTES) & (at < end)
                 partial = (at + 1 == end) & (ragged != 0)
                 mask = Mux(partial, (0xFF00 >> ragged)[:8], 0xFF)
-                is_header = (row == 0) & (column < HEADER_BYTES)
+                is_header = (row_ == 0) & (column < HEADER_BYTES)
                 out.append(Mux(is_header, byte, Mux(keep, byte & mask, 0))[:8])
             m.d.sync += [
                 self.o.valid.eq(1),
                 self.o.payload.data.eq(Cat(*reversed(out))),
                 self.o.payload.bits.eq(p.row_bits),
-                self.o.payload.last.eq(row == p.rows - 1),
-                tail.eq(row_data[:8 * HEADER_BYTES]),
-                row.eq(row + 1),
+                self.o.payload.last.eq(row_ == p.rows - 1),
+                tail.eq(staged_row_data[:8 * HEADER_BYTES]),
             ]
-            with m.If(row == p.rows - 1):
-                m.d.sync += sending.eq(0)
-                for index, unit in enumerate(units):
-                    m.d.comb += unit.flit_taken.eq(current == index)
         return m
 
 
