@@ -47,7 +47,9 @@ from .golden.link import (
 __all__ = [
     "BLOCKS_OF",
     "CODECS",
+    "LINK_HARDWARE",
     "LINK_PARTS",
+    "LinkHardware",
     "MEASURED",
     "LinkSample",
     "Part",
@@ -151,6 +153,28 @@ MEASURED = {
 #: until they are measured; each joins as a :class:`Part` (its symbols per cycle,
 #: latency and Fmax count as a codec block's do).
 LINK_PARTS = ()
+
+
+class LinkHardware(NamedTuple):
+    """``LinkTx`` driving ``LinkRx`` as measured at ``streams`` streams: a stream's
+    ``symbols_per_cycle`` (the link's over ``streams``, no stalls, the bundled sample's step
+    3), ``latency_cycles`` (the longest any symbol took from ``LinkTx``'s input to
+    ``LinkRx``'s output: the flit's fill, the encoder, the link and the decoder, all
+    counted), ``fmax_mhz`` (the slower of the two), ``luts`` (both) and the ``commands``
+    that measured them."""
+
+    streams: int
+    symbols_per_cycle: float
+    latency_cycles: int
+    fmax_mhz: float
+    luts: int
+    commands: dict
+
+
+#: The link hardware's measured figures by ``(codec, lanes, flit_bytes)``; where an entry
+#: is, ``linkcodec link`` takes a stream's rate, the latency and Fmax from it instead of
+#: from the codec blocks and the fill estimate.
+LINK_HARDWARE = {}
 
 
 def render_measured(measured=None):
@@ -321,7 +345,12 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
         raise ValueError(f"--flit-bytes must be one of {', '.join(map(str, FLIT_BYTES))}, "
                          f"not {flit_bytes!r}")
     lanes = DEFAULT_LANES[codec] if lanes is None else lanes
-    stream = figures_for(codec, lanes) if figures is None else _as_figures(figures)
+    hardware = LINK_HARDWARE.get((codec, lanes, flit_bytes)) if figures is None else None
+    if hardware is not None:
+        stream = StreamFigures(hardware.symbols_per_cycle, hardware.latency_cycles,
+                               hardware.fmax_mhz, ())
+    else:
+        stream = figures_for(codec, lanes) if figures is None else _as_figures(figures)
 
     raw_bits = 8 * raw_bytes_per_symbol
     wire_symbols = gbps * 1e9 / 8 / link_bytes_per_symbol          # symbols/s
@@ -332,7 +361,8 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
     keep_up = max(1, math.ceil(wire_symbols / per_stream * (1 - _SLACK)))
 
     symbols_per_flit = flit_bytes / link_bytes_per_symbol
-    fill_cycles = symbols_per_flit / stream.symbols_per_cycle
+    # The hardware's measured latency counts the fill already.
+    fill_cycles = 0.0 if hardware else symbols_per_flit / stream.symbols_per_cycle
     serialisation_ns = 8 * flit_bytes / gbps
     cycle_ns = 1e3 / clock_mhz
     latency_ns = (stream.latency_cycles + fill_cycles) * cycle_ns + serialisation_ns
@@ -375,6 +405,7 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
         },
         "above_fmax": clock_mhz > stream.fmax_mhz,
         "parts": [part._asdict() for part in stream.parts],
+        "hardware": None if hardware is None else hardware._asdict(),
     }
 
 
@@ -413,13 +444,28 @@ def format_answer(answer, sample=None):
                     f" (more than the {MAX_STREAMS} a link carries: more lanes a stream or "
                     "a faster clock)"))
     lat = a["latency"]
-    lines.append(f"latency added: {lat['total_cycles']:,.1f} cycles = {lat['total_ns']:,.1f} "
+    hardware = a.get("hardware")
+    if hardware:
+        lines.append(
+            f"latency added: {lat['total_cycles']:,.1f} cycles = {lat['total_ns']:,.1f} ns at "
+            f"{a['clock_mhz']:g} MHz: LinkTx to LinkRx {lat['codec_cycles']:g} cycles (the "
+            f"longest a symbol took, its flit's fill included: `{hardware['commands']['latency_cycles']}`) "
+            f"+ serialisation {lat['serialisation_ns']:,.2f} ns (one flit on the wire, checked "
+            "whole); not counted: PHY, flight time, queueing")
+        lines.append(f"  measured on the link hardware at {hardware['streams']} streams: "
+                     f"`{hardware['commands']['fmax_mhz']}` ({hardware['luts']:,} LUTs)")
+    else:
+        lines.append(f"latency added: {lat['total_cycles']:,.1f} cycles = {lat['total_ns']:,.1f} "
                  f"ns at {a['clock_mhz']:g} MHz: codecs {lat['codec_cycles']:g} cycles "
                  f"(encoder + decoder) + fill {lat['fill_cycles']:,.1f} cycles (the "
                  f"{lat['symbols_per_flit']:,.0f} {unit} of a flit coded before it goes) + "
                  f"serialisation {lat['serialisation_ns']:,.2f} ns (one flit on the wire, "
                  f"checked whole); not counted: PHY, flight time, queueing")
-    if a["above_fmax"]:
+    if a["above_fmax"] and hardware:
+        lines.append(f"note: {a['clock_mhz']:g} MHz is above the Fmax the ECP5 flow reached "
+                     f"for the link hardware, {a['stream_fmax_mhz']:g} MHz; the figures assume "
+                     "a faster process keeps the same symbols a cycle and cycles of latency")
+    elif a["above_fmax"]:
         slowest = min(a["parts"], key=lambda part: part["fmax_mhz"]) if a["parts"] else None
         where = (f" ({slowest['block']}: `{slowest['commands']['fmax_mhz']}`)"
                  if slowest else "")
