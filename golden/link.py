@@ -388,6 +388,12 @@ class LinkFormat:
                 + bytes(self.crc_bytes))
 
 
+def _check_format(fmt):
+    if not isinstance(fmt, LinkFormat):
+        raise TypeError(f"fmt must be a LinkFormat, not {type(fmt).__name__}")
+    return fmt
+
+
 # -- writer ----------------------------------------------------------------------------
 
 class FlitWriter:
@@ -395,9 +401,7 @@ class FlitWriter:
     every flit goes raw."""
 
     def __init__(self, fmt):
-        if not isinstance(fmt, LinkFormat):
-            raise TypeError(f"fmt must be a LinkFormat, not {type(fmt).__name__}")
-        self.fmt = fmt
+        self.fmt = _check_format(fmt)
         self._codec = _codec(fmt.codec)
         self._tables = [None, None]
         self._bank = 0              # the bank the next data flit codes with
@@ -475,9 +479,7 @@ class FlitReader:
     writer makes."""
 
     def __init__(self, fmt):
-        if not isinstance(fmt, LinkFormat):
-            raise TypeError(f"fmt must be a LinkFormat, not {type(fmt).__name__}")
-        self.fmt = fmt
+        self.fmt = _check_format(fmt)
         self._codec = _codec(fmt.codec)
         self._tables = [None, None]
         self._pieces = [b"", b""]

@@ -22,7 +22,8 @@ file: ``verilator --lint-only -Wall DIR/<module>.vlt DIR/<module>.v`` is clean.
 
 from pathlib import Path
 
-__all__ = ["WAIVERS", "waiver_file", "generate", "add_link_arguments", "link_options", "axi_wrapper", "axi_port_tables", "add_arguments", "run"]
+__all__ = ["WAIVERS", "waiver_file", "write_verilog", "generate", "add_link_arguments",
+           "link_options", "axi_wrapper", "axi_port_tables", "add_arguments", "run"]
 
 #: (rule, reason): what Amaranth's Verilog back end emits by design, waived for the
 #: generated file only. Everything else a lint finds is fixed in the RTL.
@@ -64,7 +65,6 @@ def generate(block, *, lanes=None, word_width=None, axi_stream=False, output):
     ``lanes`` defaults to the block's fewest."""
     from .rtl.axi import AxiStreamWrapper
     from .sim.blocks import get_block
-    from .sim.runner import verilog_text
 
     description = get_block(block) if isinstance(block, str) else block
     lanes = min(description.lanes) if lanes is None else lanes
@@ -74,6 +74,14 @@ def generate(block, *, lanes=None, word_width=None, axi_stream=False, output):
     if axi_stream:
         component = AxiStreamWrapper(component, config_ports=description.config_ports)
         module += "_axis"
+    return write_verilog(component, module, output)
+
+
+def write_verilog(component, module, output):
+    """Write ``component`` as ``output/<module>.v`` with its lint waivers beside it,
+    ``output/<module>.vlt``; return both paths."""
+    from .sim.runner import verilog_text
+
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     verilog = output / f"{module}.v"

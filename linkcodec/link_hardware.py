@@ -50,8 +50,7 @@ def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
 def generate_link(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
                   axi_stream=False, output):
     """Write ``kind``'s Verilog and lint waivers into ``output``; return both paths."""
-    from .generate import waiver_file
-    from .sim.runner import verilog_text
+    from .generate import write_verilog
 
     if axi_stream:
         raise ValueError("--axi-stream does not take the link's blocks yet: their streams "
@@ -60,13 +59,7 @@ def generate_link(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link
                                flit_bytes=flit_bytes, link_bytes=link_bytes)
     module = link_module_name(kind, codec=codec, streams=streams, lanes=lanes,
                               flit_bytes=flit_bytes, link_bytes=link_bytes)
-    output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
-    verilog = output / f"{module}.v"
-    verilog.write_text(verilog_text(component, name=module))
-    waivers = output / f"{module}.vlt"
-    waivers.write_text(waiver_file(module))
-    return [verilog, waivers]
+    return write_verilog(component, module, output)
 
 
 def link_sample(codec):

@@ -323,7 +323,29 @@ class _TxStream(wiring.Component):
         return m
 
 
-class LinkTx(wiring.Component):
+class _LinkBlock(wiring.Component):
+    """What both ends share: the checked parameters and their read-only views."""
+
+    def __init__(self, params, members):
+        self._params = params
+        super().__init__(members)
+
+    @property
+    def tables(self):
+        """The code both ends hold (from elaboration)."""
+        return self._params.tables
+
+    @property
+    def format(self):
+        """The :class:`~linkcodec.golden.link.LinkFormat` of the flits."""
+        return self._params.fmt
+
+    @property
+    def link_bytes(self):
+        return self._params.link_bytes
+
+
+class LinkTx(_LinkBlock):
     """``streams`` symbol streams in, flits out on one link word (see the module's
     docstring).
 
@@ -350,21 +372,12 @@ class LinkTx(wiring.Component):
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
                  link_bytes=DEFAULT_LINK_BYTES, tables=None):
-        self._params = _checked(self, codec=codec, streams=streams, lanes=lanes,
-                                flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
+        params = _checked(self, codec=codec, streams=streams, lanes=lanes,
+                          flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
         members = {f"i_s{index}": In(stream.Signature(symbol_layout(1)))
                    for index in range(streams)}
-        members["o"] = Out(stream.Signature(word_layout(self._params.row_bits)))
-        super().__init__(members)
-
-    @property
-    def tables(self):
-        return self._params.tables
-
-    @property
-    def format(self):
-        """The :class:`~linkcodec.golden.link.LinkFormat` of the flits."""
-        return self._params.fmt
+        members["o"] = Out(stream.Signature(word_layout(params.row_bits)))
+        super().__init__(params, members)
 
     def elaborate(self, platform):
         m = Module()
@@ -618,7 +631,7 @@ class _RxStream(wiring.Component):
         return m
 
 
-class LinkRx(wiring.Component):
+class LinkRx(_LinkBlock):
     """Link words in, ``streams`` symbol streams out (see the module's docstring).
 
     Parameters as :class:`LinkTx`'s. Ports: ``i`` (the link words, as
@@ -637,20 +650,12 @@ class LinkRx(wiring.Component):
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
                  link_bytes=DEFAULT_LINK_BYTES, tables=None):
-        self._params = _checked(self, codec=codec, streams=streams, lanes=lanes,
-                                flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
-        members = {"i": In(stream.Signature(word_layout(self._params.row_bits)))}
+        params = _checked(self, codec=codec, streams=streams, lanes=lanes,
+                          flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
+        members = {"i": In(stream.Signature(word_layout(params.row_bits)))}
         for index in range(streams):
             members[f"o_s{index}"] = Out(stream.Signature(symbol_layout(1, error=True)))
-        super().__init__(members)
-
-    @property
-    def tables(self):
-        return self._params.tables
-
-    @property
-    def format(self):
-        return self._params.fmt
+        super().__init__(params, members)
 
     def elaborate(self, platform):
         m = Module()
