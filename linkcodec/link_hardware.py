@@ -76,12 +76,16 @@ def link_sample(codec):
 
 def link_throughput(*, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
                     frames=None, build_root=None):
-    """``linkcodec sim link``'s figures for the bundled sample's step-3 tensors (or
-    ``frames``), dealt to the streams, with no idle cycle and no backpressure."""
+    """``linkcodec sim link``'s figures with no idle cycle and no backpressure, for
+    ``frames`` dealt to the streams, or by default the bundled sample's step-3 tensors,
+    one after another, cut into ``streams`` frames of equal size: every stream gets the
+    same share, so the figure is the link's rate, not how unevenly whole tensors deal."""
     from .sim.link import run_link
 
     tables, later = link_sample(codec)
-    return run_link(later if frames is None else frames, codec=codec, streams=streams,
+    if frames is None:
+        frames = np.array_split(np.concatenate(later), streams)
+    return run_link(frames, codec=codec, streams=streams,
                     flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
                     idle="none", stall="none", seed=1, check_tx=False,
                     build_root=build_root)
