@@ -38,7 +38,7 @@ band, the exponent codec and wider streams follow.
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -668,8 +668,9 @@ class LinkRx(_LinkBlock):
             units.append(unit)
 
         # Routing: each word is tagged with its stream (one-hot, or none: dropped) as it is
-        # taken, then written from a register, so the streams' write enables come from
-        # flip-flops; a skid register keeps i.ready a flip-flop too.
+        # taken into a small queue (distributed RAM), and written from the queue's head into
+        # its stream's buffer: no wide register waits on the streams, and i.ready is the
+        # queue's (a flip-flop compare).
         row = Signal(range(p.rows))               # of the next word taken
         target = Signal(range(max(2, p.streams)))
         keep = Signal()                           # the flit goes to a stream (else dropped)
@@ -686,29 +687,23 @@ class LinkRx(_LinkBlock):
         m.d.comb += [tagged.data.eq(self.i.payload.data), tagged.row.eq(row),
                      tagged.streams.eq(Cat(*[wanted & (routed == index)
                                              for index in range(p.streams)]))]
-        held, held_valid = Signal(tagged_layout), Signal()        # the word being written
-        spare, spare_valid = Signal(tagged_layout), Signal()      # the skid register
-        writes = Cat(*[held_valid & held.streams[index]
-                       & ((held.row != 0) | unit.slot_free)
-                       for index, unit in enumerate(units)])
-        moved = held_valid & ((held.streams == 0) | writes.any())
-        for index, unit in enumerate(units):
-            m.d.comb += [unit.write.eq(writes[index]), unit.write_row.eq(held.row),
-                         unit.write_data.eq(held.data)]
-        m.d.comb += self.i.ready.eq(~spare_valid)
+        m.submodules.routed = queue = SyncFIFO(width=tagged_layout.size, depth=4)
+        m.d.comb += [queue.w_data.eq(tagged), queue.w_en.eq(self.i.valid),
+                     self.i.ready.eq(queue.w_rdy)]
         taken = self.i.valid & self.i.ready
         with m.If(taken):
             m.d.sync += row.eq(Mux(row == p.rows - 1, 0, row + 1))
             with m.If(row == 0):
                 m.d.sync += [target.eq(stream_field), keep.eq(wanted)]
-        with m.If(~held_valid | moved):
-            # The held word moves on: the spare word, else the one taken, takes its place.
-            with m.If(spare_valid):
-                m.d.sync += [held.eq(spare), held_valid.eq(1), spare_valid.eq(0)]
-            with m.Else():
-                m.d.sync += [held.eq(tagged), held_valid.eq(taken)]
-        with m.Elif(taken):
-            m.d.sync += [spare.eq(tagged), spare_valid.eq(1)]
+        head = Signal(tagged_layout)
+        m.d.comb += head.eq(queue.r_data)
+        writes = Cat(*[queue.r_rdy & head.streams[index]
+                       & ((head.row != 0) | unit.slot_free)
+                       for index, unit in enumerate(units)])
+        m.d.comb += queue.r_en.eq((head.streams == 0) | writes.any())
+        for index, unit in enumerate(units):
+            m.d.comb += [unit.write.eq(writes[index]), unit.write_row.eq(head.row),
+                         unit.write_data.eq(head.data)]
         return m
 
 
