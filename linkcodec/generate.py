@@ -22,7 +22,8 @@ file: ``verilator --lint-only -Wall DIR/<module>.vlt DIR/<module>.v`` is clean.
 
 from pathlib import Path
 
-__all__ = ["WAIVERS", "waiver_file", "write_verilog", "generate", "add_link_arguments",
+__all__ = ["WAIVERS", "waiver_file", "write_verilog", "generate", "generate_link",
+           "add_link_arguments",
            "link_options", "axi_wrapper", "axi_port_tables", "add_arguments", "run"]
 
 #: (rule, reason): what Amaranth's Verilog back end emits by design, waived for the
@@ -140,7 +141,7 @@ def link_options(args):
 
 
 def run(args):
-    from .link_hardware import LINK_BLOCKS, generate_link
+    from .link_hardware import LINK_BLOCKS
 
     options = link_options(args)
     if args.block in LINK_BLOCKS:
@@ -242,3 +243,18 @@ def axi_port_tables():
                          f"{_carries(wrappers[0], port)} |")
         sections.append("\n".join(lines))
     return "\n\n".join(sections) + "\n"
+
+
+def generate_link(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
+                  axi_stream=False, output):
+    """Write ``kind``'s Verilog and lint waivers into ``output``; return both paths."""
+    from .link_hardware import link_component, link_module_name
+
+    if axi_stream:
+        raise ValueError("--axi-stream does not take the link's blocks yet: their streams "
+                         "are i_s<k>/o_s<k> and o/i, see docs/link.md")
+    component = link_component(kind, codec=codec, streams=streams, lanes=lanes,
+                               flit_bytes=flit_bytes, link_bytes=link_bytes)
+    module = link_module_name(kind, codec=codec, streams=streams, lanes=lanes,
+                              flit_bytes=flit_bytes, link_bytes=link_bytes)
+    return write_verilog(component, module, output)

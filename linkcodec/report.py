@@ -17,8 +17,9 @@ stalls) for symbols per cycle. ``msymbols_per_s`` is ``symbols_per_cycle x fmax_
 """
 
 import json
+from pathlib import Path
 
-__all__ = ["add_arguments", "run", "render"]
+__all__ = ["add_arguments", "run", "render", "link_report_row"]
 
 
 def add_arguments(parser):
@@ -63,7 +64,7 @@ def run(args):
 
     from .generate import link_options
     from .hardware import report_row
-    from .link_hardware import LINK_BLOCKS, link_report_row
+    from .link_hardware import LINK_BLOCKS
     from .sim.blocks import get_block
 
     if args.seeds < 1:
@@ -92,3 +93,48 @@ def run(args):
               f"{tools}\n")
         print(render(rows))
     return 0 if all(row["bit_exact"] for row in rows) else 1
+
+
+def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
+                    link_bytes=64, seeds=1, build_root=None, progress=False):
+    """One entry of ``linkcodec report --json`` for the link block ``kind``."""
+    import tempfile
+
+    from .generate import generate_link
+    from .hardware import SYNTH_ROOT
+    from .link_hardware import link_throughput
+    from .synth import ecp5, gates_nand2
+
+    build_root = Path(build_root or SYNTH_ROOT)
+    with tempfile.TemporaryDirectory(prefix="linkcodec-verilog-") as scratch:
+        verilog = generate_link(kind, codec=codec, streams=streams, lanes=lanes,
+                                flit_bytes=flit_bytes, link_bytes=link_bytes,
+                                output=scratch)[0]
+        top = verilog.stem
+        fpga = ecp5([verilog], top, build_dir=build_root, seeds=seeds, progress=progress)
+        asic = gates_nand2([verilog], top, build_dir=build_root)
+    sim = link_throughput(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
+                          link_bytes=link_bytes)
+    fmax = fpga["fmax_mhz"]
+    return {
+        "block": kind,
+        "codec": codec,
+        "streams": streams,
+        "lanes": lanes,
+        "word_width": 8 * link_bytes,
+        "device": f"LFE5U-{fpga['device'].upper().removesuffix('K')}F speed {fpga['speed']}",
+        "luts": fpga["luts"],
+        "ffs": fpga["ffs"],
+        "ram_cells": fpga["ram_cells"],
+        "fmax_mhz": fmax,
+        "gates_nand2": asic["gates_nand2"],
+        "symbols_per_cycle": sim["symbols_per_cycle"],
+        "msymbols_per_s": None if fmax is None else round(sim["symbols_per_cycle"] * fmax, 1),
+        "link_bytes_per_symbol": sim["link_bytes_per_symbol"],
+        "latency_cycles": sim.get("latency_cycles"),
+        "module": top,
+        "seeds": seeds,
+        "fmax_by_seed": fpga["fmax_by_seed"],
+        "bit_exact": sim["bit_exact"],
+        "tools": fpga["tools"],
+    }
