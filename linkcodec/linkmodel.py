@@ -527,18 +527,24 @@ def link_overhead_rows(flit_bytes=DEFAULT_FLIT_BYTES):
     steps 0-2, step 3 coded, one frame a tensor): ``symbols``, ``raw_bytes``,
     ``coded_bytes`` (the codec's own frames, each rounded up to a byte), ``link_bytes``
     (every flit, table flits included), ``link_per_coded``, ``link_per_raw``, ``flits``,
-    ``raw_flits`` (data flits that went raw) and ``table_flits``. Streams do not change the
-    figures: each frame is cut into flits on its own."""
+    ``raw_flits`` (data flits that went raw) and ``table_flits``, and after each codec's
+    classes a row of kind ``"all"``, their sums. Streams do not change the figures: each
+    frame is cut into flits on its own."""
+    def row(codec, kind, stats):
+        return {"codec": codec, "kind": kind, **stats._asdict(),
+                "link_per_coded": stats.link_bytes / stats.coded_bytes,
+                "link_per_raw": stats.link_bytes / stats.raw_bytes}
+
     rows = []
     for codec in CODECS:
         fmt = LinkFormat(codec, flit_bytes=flit_bytes)
         block = _block(codec)
+        per_class = []
         for kind in KINDS:
             earlier, later = bundled_class(codec, kind)
-            stats = _flit_stats(fmt, block.fitted_tables(earlier), later)
-            rows.append({"codec": codec, "kind": kind, **stats._asdict(),
-                         "link_per_coded": stats.link_bytes / stats.coded_bytes,
-                         "link_per_raw": stats.link_bytes / stats.raw_bytes})
+            per_class.append(_flit_stats(fmt, block.fitted_tables(earlier), later))
+            rows.append(row(codec, kind, per_class[-1]))
+        rows.append(row(codec, "all", _sum_stats(per_class)))
     return rows
 
 

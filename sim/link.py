@@ -17,7 +17,7 @@ from ..rtl.link import LinkPair, LinkTx, link_tables
 from .beats import decoder_beats, symbol_beats
 from .harness import first_mismatch, run_beats
 
-__all__ = ["run_link", "flits_of_words", "link_io"]
+__all__ = ["run_link", "flits_of_words", "words_of_flits", "link_io"]
 
 
 def link_io(fmt, frames):
@@ -41,6 +41,14 @@ def golden_flits(fmt, frames, tables):
     for stream, frame in frames:
         per_stream[stream] += writer.frame(frame, stream)
     return table_flits, per_stream
+
+
+def words_of_flits(flits, link_bytes):
+    """The link words (dicts of ``data``, ``bits``, ``last``) that carry ``flits``:
+    :func:`flits_of_words` backwards."""
+    return [{"data": int.from_bytes(flit[start:start + link_bytes], "big"),
+             "bits": 8 * link_bytes, "last": int(start + link_bytes == len(flit))}
+            for flit in flits for start in range(0, len(flit), link_bytes)]
 
 
 def flits_of_words(words, link_bytes, flit_bytes):

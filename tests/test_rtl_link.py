@@ -14,7 +14,7 @@ from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx, link_tables
 from linkcodec.sim.beats import decoder_beats, symbol_beats
 from linkcodec.sim.blocks import get_block
 from linkcodec.sim.harness import first_mismatch, run_beats
-from linkcodec.sim.link import flits_of_words, link_io, run_link
+from linkcodec.sim.link import flits_of_words, link_io, run_link, words_of_flits
 
 FILES = [path for path in bundled_files(kind="ffn1_act", layers=[0])]
 
@@ -90,8 +90,7 @@ def test_rx_drops_table_flits_and_names_bad_flits():
     short = FlitHeader(**{**header.__dict__, "count": header.count + 1}).pack() + flit[4:]
     elsewhere = FlitHeader(**{**header.__dict__, "stream": 3}).pack() + flit[4:]
     flits = table + [flit, bytes(invalid), short, elsewhere, flit]
-    words = [{"data": int.from_bytes(f[start:start + 16], "big"), "bits": 128,
-              "last": int(start == 48)} for f in flits for start in range(0, 64, 16)]
+    words = words_of_flits(flits, 16)
     miscounted = decoder_beats([good], 1)
     miscounted[-1] = {**miscounted[-1], "error": 1}      # 70 symbols, 71 said
     expected = (decoder_beats([good], 1)
@@ -113,8 +112,7 @@ def test_tx_flits_with_one_stream_in_order():
     writer = FlitWriter(fmt)
     writer.load(code)
     want = [flit for frame in frames for flit in writer.frame(frame)]
-    words = [{"data": int.from_bytes(f[start:start + 32], "big"), "bits": 256,
-              "last": int(start == 96)} for f in want for start in range(0, 128, 32)]
+    words = words_of_flits(want, 32)
     result = run_beats(tx, inputs={"i_s0": symbol_beats(frames, 1)}, expected={"o": words},
                        idle="bursty", stall="random", name="link_tx_qlc_s1_f128_w32")
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
