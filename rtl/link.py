@@ -149,8 +149,9 @@ class _TxStream(wiring.Component):
     """One stream of :class:`LinkTx`: cutter, chunk queue, encoder and flit buffer.
 
     ``flit_valid`` says a full flit waits; the link side reads its rows (``row``,
-    ``row_data``, asynchronously) with ``header`` and ``bits`` beside, and pulses
-    ``flit_taken`` after its last word."""
+    ``row_data``, asynchronously: the flit's bytes at their places, the header's four
+    left unwritten) with ``header`` and ``end`` (the flit byte past its body) beside, and
+    pulses ``flit_taken`` after its last word."""
 
     def __init__(self, params, index):
         self._params, self._index = params, index
@@ -161,7 +162,7 @@ class _TxStream(wiring.Component):
             "row": In(range(params.rows)),
             "row_data": Out(params.row_bits),
             "header": Out(32),
-            "bits": Out(11),
+            "end": Out(range(params.flit_bytes + 1)),
         })
 
     def elaborate(self, platform):
@@ -255,7 +256,7 @@ class _TxStream(wiring.Component):
             with m.If(chunks.r_rdy & taken & head.end):
                 m.d.sync += reading.eq(0)
 
-        # -- 4. the flit buffer: two flits of rows --------------------------------------
+        # -- 4. the flit buffer: two flits of rows, each byte at its flit position ---------
         rows, link_bytes = p.rows, p.link_bytes
         m.submodules.flits = flits = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
                                             init=[])
@@ -265,44 +266,46 @@ class _TxStream(wiring.Component):
         slot = Signal()                   # the slot being written
         out_slot = Signal()               # the slot the link reads
         headers = [Signal(32, name=f"header{n}") for n in range(2)]
-        bit_counts = [Signal(11, name=f"bits{n}") for n in range(2)]
-        position = Signal(range(fmt.body_bytes + 2))    # body bytes written
+        ends = [Signal(range(p.flit_bytes + 1), name=f"end{n}") for n in range(2)]
+        position = Signal(range(p.flit_bytes + 2))      # the flit byte written next
         writing = Signal()
         writing_raw = Signal()
         finishing = Signal()
         word = encoder.o.payload
+        row_of = slot * rows + position // link_bytes
         with m.If(~writing):
             with m.If(body_modes.r_rdy & ~full.bit_select(slot, 1)):
                 m.d.comb += body_modes.r_en.eq(1)
                 m.d.sync += [writing.eq(1), writing_raw.eq(body_modes.r_data),
-                             position.eq(0), finishing.eq(0)]
+                             position.eq(HEADER_BYTES), finishing.eq(0)]
         with m.Elif(finishing):
             with m.If(infos.r_rdy):
                 done = Signal(info_layout)
                 m.d.comb += [done.eq(infos.r_data), infos.r_en.eq(1)]
-                codec_field = Mux(done.raw, 0, coded_id)
-                value = _header(codec=Const(0, 2) | codec_field, last=done.last,
+                value = _header(codec=Mux(done.raw, 0, coded_id), last=done.last,
                                 stream=self._index, count=done.count, bits=done.bits)
                 with m.If(slot):
-                    m.d.sync += [headers[1].eq(value), bit_counts[1].eq(done.bits)]
+                    m.d.sync += [headers[1].eq(value), ends[1].eq(position)]
                 with m.Else():
-                    m.d.sync += [headers[0].eq(value), bit_counts[0].eq(done.bits)]
+                    m.d.sync += [headers[0].eq(value), ends[0].eq(position)]
                 m.d.sync += [full.bit_select(slot, 1).eq(1), slot.eq(~slot),
                              writing.eq(0), finishing.eq(0)]
         with m.Elif(writing_raw):
             m.d.comb += raw_ready.eq(1)
             with m.If(raw_valid):
                 with m.If(head.has):
-                    m.d.comb += [write.addr.eq(slot * rows + position // link_bytes),
+                    m.d.comb += [write.addr.eq(row_of),
                                  write.data.eq(Cat(*[head.symbol] * link_bytes)),
                                  write.en.eq(_byte_enables(position, 1, link_bytes))]
                     m.d.sync += position.eq(position + 1)
                 with m.If(head.end):
                     m.d.sync += finishing.eq(1)
         with m.Else():
+            # The encoder pads its last word with zeros (BitPacker), so every byte
+            # before ``position`` is the flit's.
             m.d.comb += encoder.o.ready.eq(1)
             with m.If(encoder.o.valid):
-                m.d.comb += [write.addr.eq(slot * rows + position // link_bytes),
+                m.d.comb += [write.addr.eq(row_of),
                              write.data.eq(Cat(*[word.data] * (link_bytes // 2))),
                              write.en.eq(_byte_enables(position, 2, link_bytes))]
                 m.d.sync += position.eq(position + 2)
@@ -315,7 +318,7 @@ class _TxStream(wiring.Component):
             read.addr.eq(out_slot * rows + self.row),
             self.row_data.eq(read.data),
             self.header.eq(Mux(out_slot, headers[1], headers[0])),
-            self.bits.eq(Mux(out_slot, bit_counts[1], bit_counts[0])),
+            self.end.eq(Mux(out_slot, ends[1], ends[0])),
         ]
         with m.If(self.flit_taken):
             # (The slot the link frees is never the one being filled.)
@@ -393,29 +396,31 @@ class LinkTx(_LinkBlock):
         current = Signal(range(max(2, p.streams)))
         sending = Signal()
         row = Signal(range(p.rows))
-        tail = Signal(8 * HEADER_BYTES)          # the last 4 bytes of the row before
         advance = ~self.o.valid | self.o.ready
         with m.If(self.o.valid & self.o.ready):
             m.d.sync += self.o.valid.eq(0)
 
         row_data = Signal(p.row_bits)
         header = Signal(32)
-        bits = Signal(11)
+        end = Signal(range(p.flit_bytes + 1))
         m.d.comb += [
             row_data.eq(mux_tree([unit.row_data for unit in units], current, p.row_bits)),
             header.eq(mux_tree([unit.header for unit in units], current, 32)),
-            bits.eq(mux_tree([unit.bits for unit in units], current, 11)),
+            end.eq(mux_tree([unit.end for unit in units], current, len(end))),
         ]
         for unit in units:
             m.d.comb += unit.row.eq(row)
 
         # Two stages move together while the output moves: the selected stream's row is
-        # registered (staged), then the word is made of it.
+        # registered (staged) with which of its bytes are the flit's (``keep``: before the
+        # flit's ``end``), then the word is made of it, the rest zero.
+        link_bytes = p.link_bytes
         staged = Signal()
         staged_row_data = Signal(p.row_bits)
         staged_header = Signal(32)
-        staged_bits = Signal(11)
-        staged_row = Signal(range(p.rows))
+        staged_first = Signal()
+        staged_last = Signal()
+        staged_keep = Signal(link_bytes)
         with m.If(advance):
             m.d.sync += staged.eq(0)
         with m.If(~sending):
@@ -425,39 +430,31 @@ class LinkTx(_LinkBlock):
                 with m.If(Cat(*[unit.flit_valid for unit in units]).bit_select(candidate, 1)):
                     m.d.sync += [current.eq(candidate), sending.eq(1), row.eq(0)]
         with m.Elif(advance):
+            left = end - row * link_bytes               # the row's bytes that are the flit's
             m.d.sync += [staged.eq(1), staged_row_data.eq(row_data),
-                         staged_header.eq(header), staged_bits.eq(bits),
-                         staged_row.eq(row), row.eq(row + 1)]
+                         staged_header.eq(header), staged_first.eq(row == 0),
+                         staged_last.eq(row == p.rows - 1),
+                         staged_keep.eq(Cat(*[left > column for column in range(link_bytes)])),
+                         row.eq(row + 1)]
             with m.If(row == p.rows - 1):
                 m.d.sync += sending.eq(0)
                 for index, unit in enumerate(units):
                     m.d.comb += unit.flit_taken.eq(current == index)
 
         with m.If(advance & staged):
-            link_bytes = p.link_bytes
-            row_, bits_ = staged_row, staged_bits
-            front = Mux(row_ == 0, staged_header, tail)
-            flit_byte0 = row_ * link_bytes                    # flit byte of column 0
-            end = ((bits_ + 7) >> 3) + HEADER_BYTES           # flit byte past the body
-            ragged = bits_ & 7
             out = []
             for column in range(link_bytes):
+                byte = _byte_of_row(staged_row_data, column, link_bytes)
+                kept = Mux(staged_keep[column], byte, 0)
                 if column < HEADER_BYTES:
-                    byte = front.word_select(HEADER_BYTES - 1 - column, 8)
-                else:
-                    byte = _byte_of_row(staged_row_data, column - HEADER_BYTES, link_bytes)
-                at = flit_byte0 + column
-                keep = (at >= HEADER_BYTES) & (at < end)
-                partial = (at + 1 == end) & (ragged != 0)
-                mask = Mux(partial, (0xFF00 >> ragged)[:8], 0xFF)
-                is_header = (row_ == 0) & (column < HEADER_BYTES)
-                out.append(Mux(is_header, byte, Mux(keep, byte & mask, 0))[:8])
+                    kept = Mux(staged_first,
+                               staged_header.word_select(HEADER_BYTES - 1 - column, 8), kept)
+                out.append(kept)
             m.d.sync += [
                 self.o.valid.eq(1),
                 self.o.payload.data.eq(Cat(*reversed(out))),
                 self.o.payload.bits.eq(p.row_bits),
-                self.o.payload.last.eq(row_ == p.rows - 1),
-                tail.eq(staged_row_data[:8 * HEADER_BYTES]),
+                self.o.payload.last.eq(staged_last),
             ]
         return m
 
