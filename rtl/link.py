@@ -469,7 +469,7 @@ class _RxStream(wiring.Component):
         self._params = params
         super().__init__({
             "o": Out(stream.Signature(symbol_layout(1, error=True))),
-            "slot_free": Out(1),
+            "slot_freed": Out(1),          # a cycle after a flit slot empties
             "write": In(1),                # a row of the routed flit
             "write_row": In(range(params.rows)),
             "write_data": In(params.row_bits),
@@ -491,7 +491,6 @@ class _RxStream(wiring.Component):
             write.addr.eq(slot * rows + self.write_row),
             write.data.eq(self.write_data),
             write.en.eq(self.write),
-            self.slot_free.eq(~full.bit_select(slot, 1)),
         ]
         top = self.write_data[-32:]
         with m.If(self.write & (self.write_row == 0)):
@@ -593,6 +592,7 @@ class _RxStream(wiring.Component):
                          held_select.eq(word_byte[:column_bits]),
                          position.eq(position + 1)]
             m.d.comb += freed.eq(done)
+        m.d.sync += self.slot_freed.eq(freed)
         with m.If(freed):
             m.d.sync += [reading.eq(0), out_slot.eq(~out_slot),
                          full.bit_select(out_slot, 1).eq(0)]
@@ -636,13 +636,15 @@ class LinkRx(_LinkBlock):
     link_bytes`` words), ``o_s0`` .. ``o_s{streams-1}`` (:func:`symbol_layout` beats of
     1 lane with ``error``).
 
-    Throughput: a symbol a cycle a stream, flits back to back. Latency: a flit's words
+    Throughput: a symbol a cycle a stream, flits back to back. Latency: each word passes
+    a 4-deep queue and a write stage (2 cycles when the queue is empty), a flit's words
     are buffered before it is read out (``flit_bytes / link_bytes`` cycles), then a raw
     flit's first symbol follows in 2 cycles and a coded one's after the decoder's
     latency. Backpressure on ``o_sK`` fills stream K's two flit slots; the next flit for
-    it then holds the link (``i.ready`` falls) and with it every stream. ``i.ready``
-    depends on the routed flit's header, never on an output's ``ready``. Bad input: see
-    the module's docstring. Reset clears every flit in flight; tables stay.
+    it then waits at the queue's head (``i.ready`` falls once the queue is full) and
+    holds every stream. ``i.ready`` is the queue's: it depends neither on ``i.payload``
+    nor on an output's ``ready``. Bad input: see the module's docstring. Reset clears
+    every flit in flight; tables stay.
     """
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
@@ -694,13 +696,23 @@ class LinkRx(_LinkBlock):
                 m.d.sync += [target.eq(stream_field), keep.eq(wanted)]
         head = Signal(tagged_layout)
         m.d.comb += head.eq(queue.r_data)
-        writes = Cat(*[queue.r_rdy & head.streams[index]
-                       & ((head.row != 0) | unit.slot_free)
-                       for index, unit in enumerate(units)])
-        m.d.comb += queue.r_en.eq((head.streams == 0) | writes.any())
-        for index, unit in enumerate(units):
-            m.d.comb += [unit.write.eq(writes[index]), unit.write_row.eq(head.row),
-                         unit.write_data.eq(head.data)]
+
+        # The head goes to a write stage (a register broadcast to every stream) when its
+        # stream has room: each stream's free flit slots are counted here (credits, taken
+        # by a flit's first word, given back a cycle after the stream empties a slot), so
+        # no path runs from the streams back to the queue within a cycle.
+        credits = [Signal(range(3), init=2, name=f"credits{index}")
+                   for index in range(p.streams)]
+        room = Cat(*[(credit != 0) | (head.row != 0) for credit in credits])
+        pop = queue.r_rdy & ((head.streams == 0) | (head.streams & room).any())
+        m.d.comb += queue.r_en.eq(pop)
+        staged = Signal(tagged_layout)
+        m.d.sync += [staged.eq(head), staged.streams.eq(Mux(pop, head.streams, 0))]
+        for index, (unit, credit) in enumerate(zip(units, credits)):
+            took = pop & head.streams[index] & (head.row == 0)
+            m.d.sync += credit.eq(credit - took + unit.slot_freed)
+            m.d.comb += [unit.write.eq(staged.streams[index]), unit.write_row.eq(staged.row),
+                         unit.write_data.eq(staged.data)]
         return m
 
 
