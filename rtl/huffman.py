@@ -79,6 +79,10 @@ SWITCH_ADDR = 511
 #: bits at every bit position of the head word from that word and the next one alone.
 MIN_DECODER_WORD_WIDTH = 16
 
+#: The bits that decide a code's length: its first 14 (a code of 15 bits is one that no
+#: shorter length takes).
+_LENGTH_BITS = MAX_CODE_LENGTH - 1
+
 
 def default_word_width(lanes):
     """The word width a block gets unless told otherwise: ``8 * lanes``, at least 16 (as
@@ -349,17 +353,42 @@ class HuffmanEncoder(_HuffmanBlock):
         return m
 
 
-def _pick(candidates, index):
-    """``candidates[index]`` as a tree of 2-way muxes on the bits of ``index``; an index
-    past the candidates gives 0 (a plain ``Array`` lookup leaves such cases open)."""
-    width = max(len(Value.cast(candidate)) for candidate in candidates)
-    index = Value.cast(index)
-    candidates = list(candidates)[:1 << len(index)]
-    picked = mux_tree(candidates, index, width)
-    select_width = max(1, (len(candidates) - 1).bit_length())
-    if len(index) > select_width:
-        picked = Mux(index[select_width:] == 0, picked, 0)
+def _select(m, candidates, index, width, name):
+    """``candidates[index]`` as a ``width``-bit mux tree on the low bits of ``index``
+    (``None`` candidates, and any past the list, are 0), in a signal named ``name``."""
+    picked = Signal(width, name=name)
+    m.d.comb += picked.eq(mux_tree(
+        [None if candidate is None else Value.cast(candidate)[:width]
+         for candidate in candidates], index, width))
     return picked
+
+
+def _thermometer_count(ones):
+    """The number of ones in ``ones``, a thermometer (``ones[i]`` set means every
+    ``ones[j]``, ``j < i``, is set too), as a binary value: a few gates a bit, no adder."""
+    def at_least(count):
+        return Const(1) if count <= 0 else ones[count - 1] if count <= len(ones) else Const(0)
+    width = len(ones).bit_length()
+    bits = []
+    for bit in range(width):
+        period, half = 2 << bit, 1 << bit
+        bits.append(Cat(*[at_least(start + half) & ~at_least(start + period)
+                          for start in range(0, len(ones) + 1, period)]).any())
+    return Cat(*bits)
+
+
+def _code_excess(window, limits):
+    """A code's length less 1 (0 .. 14) from the first 14 bits of ``window`` (frame order)
+    and ``limits`` (``limits[l]``, ``l`` = 1..14, where the codes of length at most ``l``
+    end, MSB-aligned in 16 bits; entry 0 unused): how many ``limit[l]`` the 15-bit number
+    the window starts is at or above. Bits that start no code give 14 (length 15), as
+    long as they are at or above ``limit[14]``; nothing here tells them apart."""
+    L = MAX_CODE_LENGTH
+    # A limit of length l is a multiple of 2**(15 - l), so comparing with it needs only
+    # the window's first l bits; the comparisons fall as l rises (a thermometer).
+    ones = [~(window[:length][::-1] < limits[length][L - length:])
+            for length in range(1, L)]
+    return _thermometer_count(ones)
 
 
 class HuffmanDecoder(_HuffmanBlock):
@@ -367,8 +396,8 @@ class HuffmanDecoder(_HuffmanBlock):
     symbols a cycle out.
 
     Parameters as :class:`HuffmanEncoder`, lanes 1, 2 or 4, and ``word_width`` at least
-    :data:`MIN_DECODER_WORD_WIDTH` (16: a code's 15 bits at any position of a word must
-    lie within it and the next word). Ports: ``i``
+    :data:`MIN_DECODER_WORD_WIDTH` (16: the bits that decide a code's length at any
+    position of a word lie within it and the next word). Ports: ``i``
     (:func:`word_layout` words), ``o`` (:func:`symbol_layout` beats with ``error``),
     ``i_config`` (table writes and the bank switch, see the module docstring).
 
@@ -378,26 +407,34 @@ class HuffmanDecoder(_HuffmanBlock):
     limit[15]`` starts no code (an incomplete codebook). The code is ``w >> (15 - l)``
     and its canonical index ``code + offset[l]`` (mod 256) addresses the symbol table.
 
-    1. Words pass word faults and wait in a :class:`~.bitpack.WordQueue`.
-    2. *Prepare*: for every bit position of the head word (with the next word behind it)
-       the code length and whether it starts a code at all, from the limits of the
-       frame's bank (the bank is chosen here, per frame), registered with the word.
-    3. A window of word slots; the only recurrence, the bit position ``start`` in it,
-       steps by ``lanes`` chained lengths a cycle (each a mux of the precomputed lengths
-       and an add), and the window drops the words the group has passed.
-    4. After the loop, a pipeline: each lane's 15 bits are cut from the window, its
-       presence and completeness checked against the frame's end; its index worked
-       out; the symbol table (two banks, a block RAM) is read with a registered read,
-       which the output beat takes.
+    The only recurrence is where the next group of ``lanes`` codes starts, and it is a
+    mux, as in :class:`~.qlc.QlcDecoder`:
+
+    1. Words pass word faults and wait in a :class:`~.bitpack.WordQueue`; the bank is
+       chosen as a word leaves it, per frame.
+    2. At every bit position of the head word (with the next word behind it), the code
+       length from 14 comparisons with the bank's limits, registered with the word.
+    3. A *jump target* at each position: where the code ``M`` codes on starts (``M``,
+       :attr:`jump`, is 1 for 1 and 2 lanes, 2 for 4 lanes when the word is wide enough:
+       ``t2[x] = t1[t1[x]]``), registered with the word.
+    4. A window of word slots; the loop holds a binary bit position in it and takes
+       ``lanes / M`` jumps a cycle, each a mux of precomputed targets: no adder, no
+       comparison, no shift. The window drops its oldest word when the position passes it.
+    5. After the loop, a pipeline: each jump's bits are cut from the window; the codes
+       inside a jump found (for ``M = 2``, the first one's length from comparisons); each
+       lane's length (a difference of positions), presence, completeness and whether it
+       starts a code at all (``w < limit[15]``) checked; its code's low 8 bits and
+       ``offset[l]`` (a small LUT RAM) registered, added, and the symbol table (two banks,
+       a block RAM) read with a registered read, which the output beat takes.
 
     Latency: :attr:`latency` cycles from the transfer of a frame's first word to the
-    first output transfer, with the next word right behind it and no stalls.
-    Throughput: ``lanes`` symbols a cycle while the window keeps up (codes averaging
-    at most ``word_width / lanes`` bits): a group waits until every word it may touch is
-    in the window. A frame end costs a cycle or two. A beat is sent
-    when all lanes are full or the frame ends; an empty frame gives one beat with
-    ``count = 0, last = 1``. Under backpressure on ``o`` the pipeline after the loop
-    holds, the loop stops and the queue fills; ``i.ready`` is a register, so it never
+    first output transfer, with the next word right behind it and no stalls: 9 at 1
+    lane, 10 at 2 lanes and 12 at 4 lanes with the default word widths.
+    Throughput: ``lanes`` symbols a cycle while codes average at most ``word_width /
+    lanes`` bits (less a few cycles at each frame end). A beat is sent when all lanes
+    are full or the frame ends; an empty frame gives one beat with ``count = 0, last =
+    1``. Under backpressure on ``o`` every stage after the loop holds, the loop and the
+    window stop, and the input queue fills; ``i.ready`` is a register, so it never
     depends on ``o.ready``.
 
     Bad input, as :class:`~.qlc.QlcDecoder` (``docs/bitstream.md``, "Faults in words"):
@@ -411,11 +448,12 @@ class HuffmanDecoder(_HuffmanBlock):
 
     Reset: clears stream state (the queue, the window, the loop and the pipeline: a frame
     in flight is lost, and the next word starts a frame) and never touches a table: both
-    banks of the symbol table and of the per-length entries, and the active-bank select,
-    keep what was last loaded. A bank switch still pending at reset takes effect at the
-    reset (a reset is a frame boundary), in the encoder and decoder alike. On an FPGA the
-    tables come up with their elaboration-time contents; on an ASIC a memory or reset-less
-    flop has no defined power-up contents, so load every table after power-up there.
+    banks of the symbol table, of the limits and of the offsets, and the active-bank
+    select, keep what was last loaded. A bank switch still pending at reset takes effect
+    at the reset (a reset is a frame boundary), in the encoder and decoder alike. On an
+    FPGA the tables come up with their elaboration-time contents; on an ASIC a memory or
+    reset-less flop has no defined power-up contents, so load every table after power-up
+    there.
     """
 
     def __init__(self, *, lanes=1, word_width=None, tables=None):
@@ -424,200 +462,344 @@ class HuffmanDecoder(_HuffmanBlock):
                          min_word_width=MIN_DECODER_WORD_WIDTH)
 
     @property
+    def jump(self):
+        """Codes per precomputed jump (``M``); the loop takes ``lanes / jump`` a cycle."""
+        lanes, width = self._lanes, self._word_width
+        jump = 1 if lanes <= 2 else lanes // 2
+        # A word's targets come from that word and the next one: the lengths at positions
+        # up to W - 1 + 15 * (M - 1), each decided by 14 bits.
+        while jump > 1 and width + MAX_CODE_LENGTH * (jump - 1) + _LENGTH_BITS - 1 > 2 * width:
+            jump //= 2
+        return jump
+
+    @property
     def touched_words(self):
         """Window words a group of ``lanes`` codes can touch (it starts in the first)."""
-        W = self._word_width
-        return -(-(W - 1 + MAX_CODE_LENGTH * self._lanes) // W)
+        return self._geometry()[-1]
 
     @property
     def latency(self):
         """Cycles from the transfer of a frame's first word to the first output transfer,
         with the next words right behind it and no stalls."""
-        # queue (1), prepare (1, once the next word is in: +1), slot (1), group (1), cut
-        # (1), index and table read (1), output; plus a word a further touched slot.
-        return 7 + (self.touched_words - 2)
+        # Word to queue (1), queue to lengths (1, once the next word is in: +1), targets
+        # (1), window (1), loop (1), cut (1), the second code of a jump (2), the lanes'
+        # checks (1) and the table read with the index before it (1); plus a word for
+        # each further window slot the first group touches.
+        span = MAX_CODE_LENGTH * self._lanes
+        return 9 + 2 * (self.jump - 1) + (span - 1) // self._word_width
+
+    def _geometry(self):
+        W, N, M = self._word_width, self._lanes, self.jump
+        span = MAX_CODE_LENGTH * N                  # most bits a group of codes takes
+        # A group may start at 0..last_start of the window; the loop drops one word a
+        # cycle at most, so groups that take more than a word need some slack.
+        last_start = W - 1 + (0 if span <= W else 8)
+        slots = -(-(last_start + span) // W)        # window words a group can touch
+        return W, N, M, N // M, span, last_start, slots
 
     def elaborate(self, platform):
         m = Module()
-        W, N = self._word_width, self._lanes
+        W, N, M, S, span, last_start, Q = self._geometry()
         L = MAX_CODE_LENGTH
-        T = self.touched_words
-        Q = T + 1                                   # one spare slot, so a word waits in it
-        pos_width = (Q * W + L * N).bit_length()    # a bit position in the window
+        assert M in (1, 2)
+        pos_width = (Q * W).bit_length()            # a bit position in the window
+        target_width = (W - 1 + L * M).bit_length()     # a target in a word
         symbols, entries = _decoder_tables(self.codebook)
 
         # -- banks, config -------------------------------------------------------------
-        in_frame = Signal()          # the prepare stage is inside a frame
+        in_frame = Signal()          # the queue's head is inside a frame
         active, bank, pending = self._switch(m, ~in_frame)
         old_in_use = Signal()
         m.d.comb += self.i_config.ready.eq(~pending & ~old_in_use)
         config = self.i_config.payload
+        written = self.i_config.valid & self.i_config.ready
         table_reads = self._table(m, "table", shape=8, init=symbols, read_ports=N,
                                   idle_bank=~active, hit=config.addr < 256,
                                   index=config.addr)
-        m.submodules.lengths = lengths_regs = ConfigRegisters(
-            shape=length_entry_layout, depth=32, init=entries * 2, config_layout=config_layout)
-        hit = ((config.addr >= LENGTH_BASE) & (config.addr < LENGTH_BASE + 16))
-        m.d.comb += [
-            lengths_regs.config.valid.eq(self.i_config.valid & self.i_config.ready & hit),
-            lengths_regs.config.payload.addr.eq(Cat(config.addr[:4], ~active)),
-            lengths_regs.config.payload.data.eq(config.data),
-        ]
+        length_hit = (config.addr >= LENGTH_BASE) & (config.addr < LENGTH_BASE + 16)
+        entry = length_entry_layout(config.data)
+        # The limits, all visible at once (the lengths at every position compare with
+        # them), in reset-less registers; the offsets, read once a lane, in LUT RAM.
+        m.submodules.limits = limit_regs = ConfigRegisters(
+            shape=L + 1, depth=32, init=[entry_["limit"] for entry_ in entries] * 2,
+            config_layout=config_layout)
+        m.submodules.offsets = offset_table = ConfigTable(
+            shape=8, depth=32, init=[entry_["offset"] for entry_ in entries] * 2,
+            read_ports=N, config_layout=config_layout)
+        for table, value in ((limit_regs, entry.limit), (offset_table, entry.offset)):
+            m.d.comb += [table.config.valid.eq(written & length_hit),
+                         table.config.payload.addr.eq(Cat(config.addr[:4], ~active)),
+                         table.config.payload.data.eq(value)]
 
-        def bank_entries(which):
-            return [length_entry_layout(Mux(which, lengths_regs.entries[16 + length],
-                                            lengths_regs.entries[length]))
-                    for length in range(16)]
+        def bank_limits(which, name):
+            """The 15 limits of bank ``which`` (entry 0 unused)."""
+            chosen = [Signal(L + 1, name=f"{name}{length}") for length in range(16)]
+            m.d.comb += [signal.eq(Mux(which, limit_regs.entries[16 + length],
+                                       limit_regs.entries[length]))
+                         for length, signal in enumerate(chosen)]
+            return chosen
 
-        # -- input queue and prepare ---------------------------------------------------
+        # -- input: word faults, then the queue ------------------------------------------
         m.submodules.queue = queue = WordQueue(word_width=W)
         wiring.connect(m, wiring.flipped(self.i), queue.i)
         head = queue.head
-        bits = Cat(frame_order(head.data), frame_order(queue.after.data))
-        limits = [Signal(L + 1, name=f"limit{length}") for length in range(16)]
-        m.d.comb += [limit.eq(entry.limit) for limit, entry in zip(limits, bank_entries(bank))]
-        slot_layout = data.StructLayout({
-            "valid": 1, "bank": 1, "end": 1, "fault": 1,
-            "bits": word_entry_layout(W)["bits"].shape, "data": W,
-            "lengths": data.ArrayLayout(4, W), "bad": W})
-        prepared = Signal(slot_layout)
-        load = Signal()
-        take = Signal()              # the window takes the prepared word
-        m.d.comb += [load.eq(~prepared.valid | take), queue.take.eq(queue.head_ready & load)]
         with m.If(queue.take):
             m.d.sync += in_frame.eq(~head.end)
-        with m.If(load):
-            m.d.sync += [prepared.valid.eq(queue.head_ready), prepared.bank.eq(bank),
-                         prepared.end.eq(head.end), prepared.fault.eq(head.fault),
-                         prepared.bits.eq(head.bits), prepared.data.eq(head.data)]
-            for position in range(W):
-                # A limit of length l is a multiple of 2**(15 - l), so ``w < limit[l]``
-                # needs only the first l bits of the window: an l-bit comparison.
-                below = [None] + [
-                    bits[position:position + code_length][::-1]
-                    < limits[code_length][L - code_length:]
-                    for code_length in range(1, L + 1)]
-                length = Const(L, 4)
-                for code_length in reversed(range(1, L + 1)):
-                    length = Mux(below[code_length], code_length, length)
-                m.d.sync += [prepared.lengths[position].eq(length),
-                             prepared.bad[position].eq(~below[L])]
 
-        # -- the window and the loop ---------------------------------------------------
-        idle = {"lengths": [1] * W}
+        # -- code lengths at every bit position the targets need, registered -------------
+        bits = Cat(frame_order(head.data), frame_order(queue.after.data))
+        limits = bank_limits(bank, "limit")
+        positions = W + L * (M - 1)
+        word = {"end": head.end, "fault": head.fault, "bits": head.bits, "data": head.data,
+                "bank": bank}
+        valid = queue.head_ready
+        excess = [_code_excess(bits[position:position + _LENGTH_BITS], limits)
+                  for position in range(positions)]
+        loads = []                                   # each stage's load enable, in order
+
+        def register_stage(name, valid, word, excess):
+            here = Signal(name=f"{name}_valid")
+            load = Signal(name=f"{name}_load")
+            registered = {key: Signal.like(value, name=f"{name}_{key}")
+                          if isinstance(value, Signal) else
+                          Signal(len(Value.cast(value)), name=f"{name}_{key}")
+                          for key, value in word.items()}
+            kept = [Signal(len(Value.cast(value)), name=f"{name}_excess{position}")
+                    for position, value in enumerate(excess)]
+            with m.If(load):
+                m.d.sync += here.eq(valid)
+                m.d.sync += [registered[key].eq(value) for key, value in word.items()]
+                m.d.sync += [register.eq(value) for register, value in zip(kept, excess)]
+            loads.append((load, here, registered["bank"]))
+            return here, registered, kept
+
+        valid, word, excess = register_stage("lengths", valid, word, excess)
+
+        # -- jump targets ------------------------------------------------------------------
+        # The code ``level`` codes after the one at x starts at x + level + excess[x],
+        # excess 0 .. 14 * level; level 2: excess[x] + excess[x + 1 + excess[x]] (a mux
+        # the excess selects). The targets are relative to the word's first bit.
+        level = 1
+        while level < M:
+            spread = (L - 1) * level
+            further = [
+                _select(m, excess[position + level:][:spread + 1], excess[position],
+                        len(excess[position]), f"further{level}_{position}")
+                for position in range(W + L * (M - 2 * level))]
+            excess = [Value.cast(own + more) for own, more in zip(excess, further)]
+            level *= 2
+        targets = [position + M + own for position, own in zip(range(W), excess)]
+
+        slot_layout = data.StructLayout({
+            "valid": 1, "bank": 1, "end": 1, "fault": 1, "bits": head.bits.shape(),
+            "data": W, "targets": data.ArrayLayout(target_width, W)})
+        prepared = Signal(slot_layout)
+        take = Signal()                              # the window takes the prepared word
+        load = Signal()
+        m.d.comb += load.eq(~prepared.valid | take)
+        with m.If(load):
+            m.d.sync += [prepared.valid.eq(valid), prepared.end.eq(word["end"]),
+                         prepared.fault.eq(word["fault"]), prepared.bits.eq(word["bits"]),
+                         prepared.data.eq(word["data"]), prepared.bank.eq(word["bank"])]
+            m.d.sync += [prepared.targets[position].eq(targets[position])
+                         for position in range(W)]
+        for stage_load, stage_valid, _ in reversed(loads):
+            m.d.comb += stage_load.eq(~stage_valid | load)
+            load = stage_load
+        m.d.comb += queue.take.eq(queue.head_ready & load)
+
+        # -- the window: Q word slots, slot 0 the oldest ------------------------------------
+        # A slot never written yet jumps by the shortest codes, so the loop only ever
+        # moves forward, even through a frame's end into slots of no frame.
+        idle = {"targets": [position + M for position in range(W)]}
         slots = [Signal(slot_layout, name=f"slot{index}", init=idle) for index in range(Q)]
-        advance = Signal()           # every stage after the loop moves
-        m.d.comb += advance.eq(~self.o.valid | self.o.ready)
 
         # The first slot that ends a frame, and where the frame's bits end.
         end_known, end_slot, end_pos, end_fault = frame_end(m, slots, W, pos_width)
 
-        start = Signal(range(W))
+        # -- the loop: the bit position where the next group starts -------------------------
+        start = Signal(pos_width)
+        past_end = Signal()          # the position went past a frame end in slot 0
+        passed = Signal()            # ... or past one elsewhere (a cycle late)
+        skip = Signal(range(Q))      # slots of an ended frame still to drop
+        advance = Signal()           # every stage after the loop moves
+        m.d.comb += advance.eq(~self.o.valid | self.o.ready)
+
+        # The slots the group touches (bits start .. start + span - 1) hold their words,
+        # or the frame ends before the first that does not.
         ready = Signal()
-        m.d.comb += ready.eq(slots[0].valid & window_ready(slots, start, L * N, W))
+        m.d.comb += ready.eq(window_ready(slots, start, span, W))
+
+        def target(position):
+            slot, offset = divmod(position, W)
+            return slot * W + slots[slot].targets[offset]
+
+        jumps = [start]                              # where each jump of the group starts
+        low, high = 0, last_start
+        for index in range(S):
+            # (indexed by the position itself, from 0, so that no subtraction comes first)
+            candidates = [None] * low + [target(position) for position in range(low, high + 1)]
+            jumps.append(_select(m, candidates, jumps[-1], pos_width, f"jump{index + 1}"))
+            low += M
+            high += L * M
+        group_end = jumps[-1]
+        crosses = Signal()
+        m.d.comb += crosses.eq(group_end >= W)
+
+        # What the loop does this cycle, one of: drop a slot of an ended frame (skip); end
+        # the frame (done: tell the pipeline, go to the next frame); run a group (step);
+        # note that the position is past a frame end in slot 0; drop slot 0 (slide) when
+        # the position is beyond it and too far on for a group.
+        skipping = Signal()
+        at_end = Signal()
+        in_reach = Signal()
+        done = Signal()
         step = Signal()
-        m.d.comb += step.eq(ready & advance)
-
-        positions = W + L * (N - 1)                 # where a group's codes can start
-        lengths = [slots[p // W].lengths[p % W] for p in range(positions)]
-        bads = [slots[p // W].bad[p % W] for p in range(positions)]
-        chain = [start]
-        code_lengths, code_bad = [], []
-        for lane in range(N):
-            at = Signal(pos_width, name=f"lane{lane}_start")
-            m.d.comb += at.eq(chain[-1])
-            length = Signal(4, name=f"lane{lane}_length")
-            bad = Signal(name=f"lane{lane}_bad")
-            m.d.comb += [length.eq(_pick(lengths, at)), bad.eq(_pick(bads, at))]
-            chain[-1] = at
-            code_lengths.append(length)
-            code_bad.append(bad)
-            chain.append(at + length)
-        group_end = Signal(pos_width)
-        m.d.comb += group_end.eq(chain[-1])
-        done = Signal()              # this group ends the frame
-        m.d.comb += done.eq(end_known & (group_end >= end_pos + end_fault))
-
-        # Slots the group passed: all of them up to the frame's end, or whole words.
-        passed_value = 0
-        for words in range(1, T):
-            passed_value = Mux(group_end >= words * W, words, passed_value)
-        drop = Signal(range(Q + 1))
-        m.d.comb += drop.eq(Mux(step, Mux(done, end_slot + 1, passed_value), 0))
+        slide = Signal()
+        shift = Signal()             # drop slot 0
+        m.d.comb += [
+            skipping.eq(skip != 0),
+            at_end.eq(~skipping & (past_end | passed)),
+            in_reach.eq(~skipping & ~at_end & (start <= last_start)),
+            done.eq(at_end & advance),
+            step.eq(in_reach & advance & ready),
+            slide.eq(~skipping & ~at_end & ~in_reach & ~slots[0].end),
+            shift.eq(skipping | done | (step & crosses & ~slots[0].end) | slide),
+        ]
+        # Whether the position passed the frame's end is worked out a cycle late, off the
+        # loop's path: one more group may run past it, and the pipeline drops its beat,
+        # as the frame's last beat has gone. (Not across a jump to the next frame.)
+        m.d.sync += passed.eq(end_known & (start >= end_pos + end_fault) & ~done & ~skipping)
+        with m.If(skipping):
+            m.d.sync += skip.eq(skip - 1)
+        with m.If(done):
+            m.d.sync += [skip.eq(end_slot), past_end.eq(0), start.eq(0)]
         with m.If(step):
-            m.d.sync += start.eq(Mux(done, 0, group_end - passed_value * W))
+            m.d.sync += [start.eq(Mux(crosses, group_end - W, group_end)),
+                         past_end.eq(crosses & slots[0].end)]
+        with m.If(~skipping & ~at_end & ~in_reach & slots[0].end):
+            m.d.sync += past_end.eq(1)
+        with m.If(slide):
+            m.d.sync += start.eq(start - W)
 
+        # Window update. ``shift`` is late, so it only enables registers: a slot loads the
+        # slot above if that holds a word, else the prepared word.
         occupied = Signal(range(Q + 1))
         m.d.comb += [occupied.eq(sum(slot.valid for slot in slots)),
-                     take.eq(prepared.valid & ~slots[Q - 1].valid)]
+                     take.eq(prepared.valid & (~slots[Q - 1].valid | shift))]
         for index in range(Q):
-            sources = [slots[index + shift] if index + shift < Q else None
-                       for shift in range(Q + 1)]
-            moved = Signal(slot_layout, name=f"moved{index}")
-            value = Const(0, slot_layout.size)
-            for shift, source in enumerate(sources):
-                if source is not None:
-                    value = Mux(drop == shift, source.as_value(), value)
-            m.d.comb += moved.eq(value)
-            arrives = take & (occupied - drop == index)
-            with m.If(arrives):
-                m.d.sync += slots[index].eq(prepared)
-            with m.Elif(drop != 0):
-                m.d.sync += slots[index].eq(moved)
-                with m.If(~moved.valid):
+            loads_here = take & (occupied - shift == index)
+            if index == Q - 1:
+                with m.If(loads_here):
+                    m.d.sync += slots[index].eq(prepared)
+                with m.Elif(shift):
                     m.d.sync += slots[index].valid.eq(0)
+            else:
+                above = slots[index + 1]
+                with m.If(loads_here | shift):
+                    m.d.sync += slots[index].eq(Mux(above.valid, above, prepared))
+                    with m.If(~above.valid & ~loads_here):
+                        m.d.sync += slots[index].valid.eq(0)
 
-        # -- after the loop: every stage moves on ``advance`` -------------------------
+        # -- after the loop: one pipeline, every stage moves on ``advance`` ------------------
+        in_flight = []               # (valid, bank) of every stage after the loop
+
         def stage(name, value):
-            register = Signal(len(Value.cast(value)), name=name)
+            register = Signal.like(value, name=name) if isinstance(value, Signal) \
+                else Signal(len(Value.cast(value)), name=name)
             with m.If(advance):
                 m.d.sync += register.eq(value)
             return register
 
-        ctrl = {"valid": step, "done": done, "end_known": end_known, "end_pos": end_pos,
-                "fault": end_fault, "bank": slots[0].bank}
-        ctrl = {key: stage(f"group_{key}", value) for key, value in ctrl.items()}
-        window_bits = stage("group_bits", Cat(*[frame_order(slot.data) for slot in slots[:T]]))
-        lanes = [{"at": stage(f"group_at{lane}", chain[lane]),
-                  "length": stage(f"group_length{lane}", code_lengths[lane]),
-                  "bad": stage(f"group_bad{lane}", code_bad[lane])} for lane in range(N)]
+        def stage_ctrl(prefix, ctrl):
+            ctrl = {key: stage(f"{prefix}_{key}", value) for key, value in ctrl.items()}
+            in_flight.append((ctrl["valid"], ctrl["bank"]))
+            return ctrl
 
-        # The bits of each lane's code; whether it is in the frame and complete.
-        new_lanes = []
-        for lane, fields in enumerate(lanes):
-            at, length = fields["at"], fields["length"]
+        def forward(name, values):
+            return [stage(f"{name}{index}", value) for index, value in enumerate(values)]
+
+        # Frame facts that travel with a group.
+        ctrl = stage_ctrl("group", {
+            "valid": step | done, "done": done, "end_known": end_known, "end_pos": end_pos,
+            "fault": end_fault, "group_end": group_end, "bank": slots[0].bank})
+        window_bits = stage("group_bits", Cat(*[frame_order(slot.data) for slot in slots]))
+        subs = forward("group_jump", jumps)
+
+        # Each jump's codes, aligned to its first code; each jump's length in bits.
+        segment_width = L * M
+        segments = forward("segment", [
+            bits_at(window_bits, at, segment_width, last_start + L * M * index)
+            for index, at in enumerate(subs[:S])])
+        spans = forward("segment_span", [(after - at)[:(L * M).bit_length()]
+                                        for at, after in zip(subs, subs[1:])])
+        subs = forward("segment_at", subs[:S])
+        ctrl = stage_ctrl("segment", ctrl)
+
+        # The codes of each jump: (bits in frame order, start, length).
+        if M == 1:
+            codes = [(segment[:L], at, span_[:4])
+                     for segment, at, span_ in zip(segments, subs, spans)]
+        else:
+            # The first code's length from comparisons, as at every position before the
+            # loop (with this group's bank); the second code follows it.
+            group_limits = bank_limits(ctrl["bank"], "group_limit")
+            firsts = forward("first_length", [
+                _code_excess(segment[:_LENGTH_BITS], group_limits) + 1
+                for segment in segments])
+            segments = forward("first_segment", segments)
+            spans = forward("first_span", spans)
+            subs = forward("first_at", subs)
+            ctrl = stage_ctrl("first", ctrl)
+            seconds = forward("second_code", [
+                bits_at(segment, first, L, L) for segment, first in zip(segments, firsts)])
+            codes = []
+            for index in range(S):
+                codes.append((stage(f"second_first{index}", segments[index][:L]),
+                              stage(f"second_at{index}a", subs[index]),
+                              stage(f"second_length{index}a", firsts[index][:4])))
+                codes.append((seconds[index],
+                              stage(f"second_at{index}b", subs[index] + firsts[index]),
+                              stage(f"second_length{index}b",
+                                    (spans[index] - firsts[index])[:4])))
+            ctrl = stage_ctrl("second", ctrl)
+
+        # Each lane: in the frame, complete, a code at all; its code's low 8 bits and the
+        # offset of its length, for the index.
+        lane_limits = bank_limits(ctrl["bank"], "lane_limit")
+        lanes = []
+        for lane, ((code_bits, at, length), read) in enumerate(zip(codes, offset_table.read)):
+            number = code_bits[::-1]                 # the 15 bits as a number, MSB first
             room = Signal(range(-(1 << pos_width) - 1, 1 << pos_width), name=f"room{lane}")
             m.d.comb += room.eq(ctrl["end_pos"] - at)
             present = ~ctrl["end_known"] | (room > 0)
-            good = present & ~fields["bad"] & (~ctrl["end_known"] | (room >= length))
-            new_lanes.append({
-                "window": stage(f"cut_window{lane}", bits_at(window_bits, at, L)[::-1]),
-                "length": stage(f"cut_length{lane}", length),
-                "present": stage(f"cut_present{lane}", present),
-                "good": stage(f"cut_good{lane}", good)})
-        lanes = new_lanes
-        group_ctrl = ctrl
-        ctrl = {key: stage(f"cut_{key}", value) for key, value in ctrl.items()
-                if key in ("valid", "done", "fault", "bank")}
+            complete = ~ctrl["end_known"] | (room >= length)
+            starts = number < lane_limits[L]
+            m.d.comb += read.addr.eq(Cat(length, ctrl["bank"]))
+            lanes.append({
+                "present": stage(f"lane{lane}_present", present),
+                "good": stage(f"lane{lane}_good", present & complete & starts),
+                "code": stage(f"lane{lane}_code", (number >> (L - length)[:4])[:8]),
+                "offset": stage(f"lane{lane}_offset", read.data)})
+        ctrl = stage_ctrl("lanes", ctrl)
 
         # The beat: symbols up to the first lane that is not good; the frame ends there,
         # with an error unless that lane is past the frame's end in a frame with no fault.
         run, count, error = beat_run(lanes)
+        frame_over = ctrl["end_known"] & (ctrl["group_end"] >= ctrl["end_pos"])
+        # (``done`` with no beat sent yet: the frame was empty.)
         beat_count = Signal(range(N + 1))
         beat_last = Signal()
         beat_error = Signal()
         m.d.comb += [
-            beat_count.eq(count),
-            beat_last.eq(ctrl["done"] | ~run),
-            beat_error.eq(Mux(ctrl["done"], ctrl["fault"] | error, error)),
+            beat_count.eq(Mux(ctrl["done"], 0, count)),
+            beat_last.eq(ctrl["done"] | ~run | (frame_over & ~ctrl["fault"])),
+            beat_error.eq(Mux(ctrl["done"], ctrl["fault"], ~run & (error | ctrl["fault"]))),
         ]
         # the frame's last beat has gone: drop the rest
         dropping = drop_after_last(m, advance, ctrl["valid"], ctrl["done"], beat_last)
-        offsets = bank_entries(ctrl["bank"])
-        for fields, read in zip(lanes, table_reads):
-            code = fields["window"] >> (L - fields["length"])[:4]
-            offset = _pick([entry.offset for entry in offsets], fields["length"])
-            m.d.comb += [read.addr.eq(Cat((code[:8] + offset)[:8], ctrl["bank"])),
+        for lane, read in zip(lanes, table_reads):
+            m.d.comb += [read.addr.eq(Cat((lane["code"] + lane["offset"])[:8], ctrl["bank"])),
                          read.en.eq(advance)]
         out_bank = Signal()
         with m.If(advance):
@@ -633,12 +815,12 @@ class HuffmanDecoder(_HuffmanBlock):
                 Mux(index < self.o.payload.count, read.data, 0))
 
         # Frames of the bank that became idle are still in flight: hold config writes.
-        in_flight = [(prepared.valid, prepared.bank)]
+        in_flight += [(stage_valid, stage_bank) for _, stage_valid, stage_bank in loads]
+        in_flight += [(prepared.valid, prepared.bank)]
         in_flight += [(slot.valid, slot.bank) for slot in slots]
-        in_flight += [(group_ctrl["valid"], group_ctrl["bank"]), (ctrl["valid"], ctrl["bank"]),
-                      (self.o.valid, out_bank)]
+        in_flight += [(self.o.valid, out_bank)]
         old = 0
-        for valid, which in in_flight:
-            old = old | (valid & (which != active))
+        for valid_, which in in_flight:
+            old = old | (valid_ & (which != active))
         m.d.comb += old_in_use.eq(old)
         return m
