@@ -130,12 +130,14 @@ def _header(*, codec, last, stream, count, bits):
 
 
 def _byte_enables(position, size, link_bytes):
-    """Write enables (one a byte, the row's first byte the top one) of ``size`` bytes
-    from body byte ``position`` of a row of ``link_bytes``."""
-    column = position % link_bytes
-    return Cat(*[(column <= link_bytes - 1 - enable)
-                 & (column + size > link_bytes - 1 - enable)
-                 for enable in range(link_bytes)])
+    """Write enables (one a byte, the row's first byte the top one) of ``size`` (1 or 2)
+    bytes from flit byte ``position`` of a row of ``link_bytes`` (2 bytes start at an
+    even byte): a decoder of the column, no comparator."""
+    column = position[:(link_bytes - 1).bit_length()]
+    at = [column == byte for byte in range(link_bytes)]
+    if size == 2:
+        at = [at[byte & ~1] for byte in range(link_bytes)]
+    return Cat(*reversed(at))
 
 
 def _byte_of_row(row, column, link_bytes):
