@@ -140,6 +140,20 @@ def _byte_enables(position, size, link_bytes):
     return Cat(*reversed(at))
 
 
+def _above_constant(value, constant):
+    """``value > constant`` as and/or terms of ``value``'s bits, MSB first (a carry chain
+    for each of many such compares costs more than the LUTs)."""
+    result = Const(0, 1)
+    for bit in range(len(value)):                 # from the LSB up
+        if (constant >> bit) & 1:
+            result = value[bit] & result
+        else:
+            result = value[bit] | result
+    if constant >> len(value):
+        return Const(0, 1)
+    return result
+
+
 def _byte_of_row(row, column, link_bytes):
     """Byte ``column`` (0 is the row's first byte, its top bits) of ``row``."""
     return row.word_select(link_bytes - 1 - column, 8)
@@ -368,7 +382,7 @@ class LinkTx(_LinkBlock):
     flit takes ``flit_bytes / link_bytes + 1`` link cycles); the cutter spends one more
     cycle a flit. Latency: a flit leaves once it is full (or its frame ended), so a
     symbol waits for the rest of its flit: about a flit's worth of symbols, plus the
-    encoder's latency and 4 cycles; ``linkcodec sim link`` measures it. Backpressure on
+    encoder's latency and 3 cycles; ``linkcodec sim link`` measures it. Backpressure on
     ``o`` holds the link side; each stream then fills its two flits and its chunk queue,
     and its ``i.ready`` falls. ``i.ready`` depends on ``i.payload`` (a cut takes a
     cycle) but never on ``o.ready``. Every byte is a valid symbol. Reset clears every
@@ -413,18 +427,13 @@ class LinkTx(_LinkBlock):
         for unit in units:
             m.d.comb += unit.row.eq(row)
 
-        # Two stages move together while the output moves: the selected stream's row is
-        # registered (staged) with which of its bytes are the flit's (``keep``: before the
-        # flit's ``end``), then the word is made of it, the rest zero.
+        # The output register takes the selected stream's row as it is read: the bytes
+        # before the flit's ``end`` (a row before the end row keeps all, the end row
+        # those below the end's column), the header in front of the first, the rest 0.
         link_bytes = p.link_bytes
-        staged = Signal()
-        staged_row_data = Signal(p.row_bits)
-        staged_header = Signal(32)
-        staged_first = Signal()
-        staged_last = Signal()
-        staged_keep = Signal(link_bytes)
-        with m.If(advance):
-            m.d.sync += staged.eq(0)
+        column_bits = (link_bytes - 1).bit_length()
+        end_row = end >> column_bits
+        end_column = end[:column_bits]
         with m.If(~sending):
             # Pick the next stream with a full flit after the current one.
             for offset in reversed(range(1, p.streams + 1)):
@@ -432,32 +441,26 @@ class LinkTx(_LinkBlock):
                 with m.If(Cat(*[unit.flit_valid for unit in units]).bit_select(candidate, 1)):
                     m.d.sync += [current.eq(candidate), sending.eq(1), row.eq(0)]
         with m.Elif(advance):
-            left = end - row * link_bytes               # the row's bytes that are the flit's
-            m.d.sync += [staged.eq(1), staged_row_data.eq(row_data),
-                         staged_header.eq(header), staged_first.eq(row == 0),
-                         staged_last.eq(row == p.rows - 1),
-                         staged_keep.eq(Cat(*[left > column for column in range(link_bytes)])),
-                         row.eq(row + 1)]
-            with m.If(row == p.rows - 1):
-                m.d.sync += sending.eq(0)
-                for index, unit in enumerate(units):
-                    m.d.comb += unit.flit_taken.eq(current == index)
-
-        with m.If(advance & staged):
             out = []
             for column in range(link_bytes):
-                byte = _byte_of_row(staged_row_data, column, link_bytes)
-                kept = Mux(staged_keep[column], byte, 0)
+                keep = (row < end_row) | ((row == end_row)
+                                          & _above_constant(end_column, column))
+                kept = Mux(keep, _byte_of_row(row_data, column, link_bytes), 0)
                 if column < HEADER_BYTES:
-                    kept = Mux(staged_first,
-                               staged_header.word_select(HEADER_BYTES - 1 - column, 8), kept)
+                    kept = Mux(row == 0, header.word_select(HEADER_BYTES - 1 - column, 8),
+                               kept)
                 out.append(kept)
             m.d.sync += [
                 self.o.valid.eq(1),
                 self.o.payload.data.eq(Cat(*reversed(out))),
                 self.o.payload.bits.eq(p.row_bits),
-                self.o.payload.last.eq(staged_last),
+                self.o.payload.last.eq(row == p.rows - 1),
+                row.eq(row + 1),
             ]
+            with m.If(row == p.rows - 1):
+                m.d.sync += sending.eq(0)
+                for index, unit in enumerate(units):
+                    m.d.comb += unit.flit_taken.eq(current == index)
         return m
 
 
