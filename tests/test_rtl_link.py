@@ -102,6 +102,7 @@ def test_rx_drops_table_flits_and_names_bad_flits():
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
 
 
+@pytest.mark.slow     # a build of its own; test_link_round_trip checks each stream's flits
 def test_tx_flits_with_one_stream_in_order():
     """With one stream the flits' order is fixed too: LinkTx's words are the golden
     writer's flits, in order, under backpressure."""
