@@ -60,6 +60,12 @@ DEFAULT_LINK_BYTES = 64
 LINK_WORD_WIDTH = 16
 #: Symbols the chunk queue of a stream holds (more than a raw flit's, as it must).
 CHUNK_QUEUE_DEPTH = 512
+#: Streams whose rows LinkTx's link side first selects among into a register of their
+#: own (then among the groups).
+LINK_GROUP = 4
+#: Link words LinkTx's output queue holds: enough for its link side's pipeline to issue
+#: a word a cycle while ``o`` takes one.
+LINK_OUT_DEPTH = 8
 
 
 def link_tables(codec, tables=None):
@@ -164,8 +170,8 @@ def _byte_of_row(row, column, link_bytes):
 class _TxStream(wiring.Component):
     """One stream of :class:`LinkTx`: cutter, chunk queue, encoder and flit buffer.
 
-    ``flit_valid`` says a full flit waits; the link side reads its rows (``row``,
-    ``row_data``, asynchronously: the flit's bytes at their places, the header's four
+    ``flit_valid`` says a full flit waits; the link side reads its rows (``row``;
+    ``row_data`` a cycle later: the flit's bytes at their places, the header's four
     left unwritten) with ``header`` and ``end`` (the flit byte past its body) beside, and
     pulses ``flit_taken`` after its last word."""
 
@@ -277,7 +283,7 @@ class _TxStream(wiring.Component):
         m.submodules.flits = flits = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
                                             init=[])
         write = flits.write_port(granularity=8)
-        read = flits.read_port(domain="comb")
+        read = flits.read_port()          # registered: a row a cycle after its address
         full = Signal(2)                  # each slot holds a whole flit
         slot = Signal()                   # the slot being written
         out_slot = Signal()               # the slot the link reads
@@ -408,59 +414,93 @@ class LinkTx(_LinkBlock):
             wiring.connect(m, wiring.flipped(getattr(self, f"i_s{index}")), unit.i)
             units.append(unit)
 
-        # Round robin over the streams' full flits, a flit at a time.
+        # The link side is a pipeline that never stalls, in front of an output queue
+        # whose free places it counts (a word is issued only with a place for it):
+        #   issue:   the round robin's stream and row; each stream registers that row's
+        #            read (so the row address and nothing else fans out to them);
+        #   gather:  each group of 4 streams' rows goes through a 4-way select into a
+        #            register of the group's;
+        #   select:  one group's row into a register;
+        #   shape:   the bytes before the flit's ``end`` kept (a row before the end row
+        #            keeps all, the end row those below the end's column), the header
+        #            put in front of the first row, the rest zero; into the queue.
+        link_bytes, rows = p.link_bytes, p.rows
+        column_bits = (link_bytes - 1).bit_length()
+        groups = [units[start:start + LINK_GROUP] for start in range(0, p.streams, LINK_GROUP)]
+        group_bits = (LINK_GROUP - 1).bit_length()
+
+        m.submodules.out = out_queue = SyncFIFOBuffered(width=self.o.payload.shape().size,
+                                                        depth=LINK_OUT_DEPTH)
+        m.d.comb += [self.o.valid.eq(out_queue.r_rdy), self.o.payload.eq(out_queue.r_data),
+                     out_queue.r_en.eq(self.o.ready)]
+        pending = Signal(range(LINK_OUT_DEPTH + 1))     # issued, not yet taken from `o`
+        issue = Signal()
+        m.d.sync += pending.eq(pending + issue - (self.o.valid & self.o.ready))
+
         current = Signal(range(max(2, p.streams)))
         sending = Signal()
-        row = Signal(range(p.rows))
-        advance = ~self.o.valid | self.o.ready
-        with m.If(self.o.valid & self.o.ready):
-            m.d.sync += self.o.valid.eq(0)
-
-        row_data = Signal(p.row_bits)
+        row = Signal(range(rows))
+        for unit in units:
+            m.d.comb += unit.row.eq(row)
         header = Signal(32)
         end = Signal(range(p.flit_bytes + 1))
         m.d.comb += [
-            row_data.eq(mux_tree([unit.row_data for unit in units], current, p.row_bits)),
             header.eq(mux_tree([unit.header for unit in units], current, 32)),
             end.eq(mux_tree([unit.end for unit in units], current, len(end))),
         ]
-        for unit in units:
-            m.d.comb += unit.row.eq(row)
+        end_row, end_column = end >> column_bits, end[:column_bits]
 
-        # The output register takes the selected stream's row as it is read: the bytes
-        # before the flit's ``end`` (a row before the end row keeps all, the end row
-        # those below the end's column), the header in front of the first, the rest 0.
-        link_bytes = p.link_bytes
-        column_bits = (link_bytes - 1).bit_length()
-        end_row = end >> column_bits
-        end_column = end[:column_bits]
+        meta_layout = data.StructLayout({
+            "valid": 1, "current": range(max(2, p.streams)), "first": 1, "last": 1,
+            "keep": link_bytes, "header": 32})
+        meta = [Signal(meta_layout, name=f"meta{n}") for n in range(4)]
         with m.If(~sending):
             # Pick the next stream with a full flit after the current one.
             for offset in reversed(range(1, p.streams + 1)):
                 candidate = (current + offset) % p.streams if p.streams > 1 else 0
                 with m.If(Cat(*[unit.flit_valid for unit in units]).bit_select(candidate, 1)):
                     m.d.sync += [current.eq(candidate), sending.eq(1), row.eq(0)]
-        with m.Elif(advance):
-            out = []
-            for column in range(link_bytes):
-                keep = (row < end_row) | ((row == end_row)
-                                          & _above_constant(end_column, column))
-                kept = Mux(keep, _byte_of_row(row_data, column, link_bytes), 0)
-                if column < HEADER_BYTES:
-                    kept = Mux(row == 0, header.word_select(HEADER_BYTES - 1 - column, 8),
-                               kept)
-                out.append(kept)
-            m.d.sync += [
-                self.o.valid.eq(1),
-                self.o.payload.data.eq(Cat(*reversed(out))),
-                self.o.payload.bits.eq(p.row_bits),
-                self.o.payload.last.eq(row == p.rows - 1),
-                row.eq(row + 1),
+        with m.Elif(pending < LINK_OUT_DEPTH):
+            m.d.comb += [
+                issue.eq(1),
+                meta[0].valid.eq(1), meta[0].current.eq(current),
+                meta[0].first.eq(row == 0), meta[0].last.eq(row == rows - 1),
+                meta[0].keep.eq(Cat(*[(row < end_row) | ((row == end_row)
+                                      & _above_constant(end_column, column))
+                                      for column in range(link_bytes)])),
+                meta[0].header.eq(header),
             ]
-            with m.If(row == p.rows - 1):
+            m.d.sync += row.eq(row + 1)
+            with m.If(row == rows - 1):
                 m.d.sync += sending.eq(0)
                 for index, unit in enumerate(units):
                     m.d.comb += unit.flit_taken.eq(current == index)
+        m.d.sync += [later.eq(earlier) for earlier, later in zip(meta, meta[1:])]
+
+        gathered = [Signal(p.row_bits, name=f"gathered{index}")
+                    for index in range(len(groups))]
+        for group, register in zip(groups, gathered):
+            m.d.sync += register.eq(mux_tree([unit.row_data for unit in group],
+                                             meta[1].current, p.row_bits))
+        selected = Signal(p.row_bits)
+        if len(gathered) == 1:
+            m.d.sync += selected.eq(gathered[0])
+        else:
+            m.d.sync += selected.eq(mux_tree(gathered, meta[2].current >> group_bits,
+                                             p.row_bits))
+
+        shaped = meta[3]
+        out = []
+        for column in range(link_bytes):
+            kept = Mux(shaped.keep[column], _byte_of_row(selected, column, link_bytes), 0)
+            if column < HEADER_BYTES:
+                kept = Mux(shaped.first,
+                           shaped.header.word_select(HEADER_BYTES - 1 - column, 8), kept)
+            out.append(kept)
+        word = Signal(self.o.payload.shape())
+        m.d.comb += [word.data.eq(Cat(*reversed(out))), word.bits.eq(p.row_bits),
+                     word.last.eq(shaped.last),
+                     out_queue.w_data.eq(word), out_queue.w_en.eq(shaped.valid)]
         return m
 
 
