@@ -38,7 +38,7 @@ def _frames(fmt, rng):
 
 @pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes", [
     ("qlc", 2, 256, 64),
-    ("huffman", 3, 64, 16),
+    ("huffman", 5, 64, 16),             # 5 streams: two groups at LinkTx's link side
 ])
 def test_link_round_trip(codec, streams, flit_bytes, link_bytes):
     """Bit-exact, in order, every stream, with random idle cycles at the inputs, random
