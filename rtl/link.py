@@ -160,6 +160,13 @@ def _above_constant(value, constant):
     return result
 
 
+def _index_of_one_hot(one_hot):
+    """The index of the one set bit of ``one_hot``: an OR of the indices' bits."""
+    width = max(1, (len(one_hot) - 1).bit_length())
+    return Cat(*[Cat(*[one_hot[index] for index in range(len(one_hot))
+                       if index >> bit & 1]).any() for bit in range(width)])
+
+
 def _byte_of_row(row, column, link_bytes):
     """Byte ``column`` (0 is the row's first byte, its top bits) of ``row``."""
     return row.word_select(link_bytes - 1 - column, 8)
@@ -455,11 +462,16 @@ class LinkTx(_LinkBlock):
             "keep": link_bytes, "header": 32})
         meta = [Signal(meta_layout, name=f"meta{n}") for n in range(4)]
         with m.If(~sending):
-            # Pick the next stream with a full flit after the current one.
-            for offset in reversed(range(1, p.streams + 1)):
-                candidate = (current + offset) % p.streams if p.streams > 1 else 0
-                with m.If(Cat(*[unit.flit_valid for unit in units]).bit_select(candidate, 1)):
-                    m.d.sync += [current.eq(candidate), sending.eq(1), row.eq(0)]
+            # Pick the next stream with a full flit after the current one: the lowest
+            # such stream above the current one, else the lowest of all (``x & -x``
+            # isolates the lowest set bit).
+            waiting = Cat(*[unit.flit_valid for unit in units])
+            above = waiting & ~((Const(2, p.streams + 1) << current) - 1)[:p.streams]
+            pool = Mux(above.any(), above, waiting)
+            lowest = (pool & -pool)[:p.streams]
+            with m.If(waiting.any()):
+                m.d.sync += [current.eq(_index_of_one_hot(lowest)), sending.eq(1),
+                             row.eq(0)]
         with m.Elif(pending < LINK_OUT_DEPTH):
             m.d.comb += [
                 issue.eq(1),
