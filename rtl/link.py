@@ -264,7 +264,12 @@ class _TxStream(wiring.Component):
         reading = Signal()
         raw = Signal()
         head = Signal(entry.shape())
-        m.d.comb += head.eq(chunks.r_data)
+        # The block RAM's read data comes late in the cycle (ECP5's DP16KD without its
+        # output register): a small queue of flip-flops behind it gives the reader its
+        # head from a register.
+        m.submodules.chunk_head = queued = SyncFIFOBuffered(width=10, depth=4)
+        m.d.comb += [queued.w_data.eq(chunks.r_data), queued.w_en.eq(chunks.r_rdy),
+                     chunks.r_en.eq(queued.w_rdy), head.eq(queued.r_data)]
         raw_valid = Signal()
         raw_ready = Signal()
         with m.If(~reading):
@@ -275,14 +280,14 @@ class _TxStream(wiring.Component):
         with m.Else():
             taken = Mux(raw, raw_ready, encoder.i.ready)
             m.d.comb += [
-                encoder.i.valid.eq(~raw & chunks.r_rdy),
+                encoder.i.valid.eq(~raw & queued.r_rdy),
                 encoder.i.payload.symbols[0].eq(head.symbol),
                 encoder.i.payload.count.eq(head.has),
                 encoder.i.payload.last.eq(head.end),
-                raw_valid.eq(raw & chunks.r_rdy),
-                chunks.r_en.eq(taken),
+                raw_valid.eq(raw & queued.r_rdy),
+                queued.r_en.eq(taken),
             ]
-            with m.If(chunks.r_rdy & taken & head.end):
+            with m.If(queued.r_rdy & taken & head.end):
                 m.d.sync += reading.eq(0)
 
         # -- 4. the flit buffer: two flits of rows, each byte at its flit position ---------
