@@ -24,9 +24,11 @@ Config port (``i_config``, one write per transfer):
 **Banks.** Writes go to the idle bank. A write to :data:`SWITCH_ADDR` asks for a switch;
 it takes effect at the next frame boundary: before the first symbol (encoder) or word
 (decoder) of the next frame, at once if the block is between frames. So a codebook swap
-costs no idle cycle. While a switch is pending (and, in the decoder, while frames of the
-bank that became idle are still in flight) ``i_config.ready`` is low, so the next
-codebook's writes cannot reach a bank in use. :func:`config_writes` makes the writes
+costs no idle cycle (in the decoder, 14 at most when the switch comes just before a frame
+boundary: see :class:`HuffmanDecoder` on its length tables). While a switch is pending (and, in the decoder, while frames of the
+bank that became idle are still in flight, or while the working bank's length tables are
+still being derived from its limits) ``i_config.ready`` is low, so the next codebook's
+writes cannot reach a bank in use. :func:`config_writes` makes the writes
 that load a codebook and switch to it.
 
 **Reset** (``rst``) clears stream state and never touches a table: both banks of every
@@ -40,6 +42,7 @@ whether or not either had reached its frame end.
 import numpy as np
 from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
 
 from ..golden.huffman import HuffmanCodebook, canonical_codes
 from .bitpack import (BitPacker, WordQueue, bits_at, concatenation_tree, frame_order,
@@ -161,11 +164,13 @@ def config_writes(codebook, *, block, switch=True):
         writes = [{"addr": symbol, "data": code_entry_layout.const(entry).as_bits()}
                   for symbol, entry in enumerate(_encoder_entries(codebook))]
     else:
+        # The per-length entries first: the decoder derives its length tables from the
+        # limits in a sweep of 270 cycles at most, which the symbol writes then overlap.
         symbols, entries = _decoder_tables(codebook)
-        writes = [{"addr": index, "data": symbol} for index, symbol in enumerate(symbols)]
-        writes += [{"addr": LENGTH_BASE + length,
-                    "data": length_entry_layout.const(entry).as_bits()}
-                   for length, entry in enumerate(entries) if length]
+        writes = [{"addr": LENGTH_BASE + length,
+                   "data": length_entry_layout.const(entry).as_bits()}
+                  for length, entry in enumerate(entries) if length]
+        writes += [{"addr": index, "data": symbol} for index, symbol in enumerate(symbols)]
     if switch:
         writes.append(switch_write())
     return writes
@@ -391,6 +396,67 @@ def _code_excess(window, limits):
     return _thermometer_count(ones)
 
 
+#: The bits at a position that address the decoder's prefix table.
+_PREFIX_BITS = 8
+
+#: The lengths past the prefix whose comparisons the prefix table splits: 9 .. 14.
+_LONG_LENGTHS = range(_PREFIX_BITS + 1, MAX_CODE_LENGTH)
+
+#: A prefix table entry, for the 8 bits ``q`` at a position: ``short``, how many
+#: ``limit[l]``, ``l`` = 1..8, the window is at or above (its first ``l`` bits decide
+#: it); for ``l`` = 9..14, whether ``q`` is above (``above``) or equal to (``equal``) the
+#: first 8 bits of ``limit[l]``.
+_prefix_entry_layout = data.StructLayout({
+    "short": 4, "above": len(_LONG_LENGTHS), "equal": len(_LONG_LENGTHS)})
+
+
+def _prefix_entries(limits):
+    """The prefix table of one bank (256 entries, as integers) for ``limits`` (16
+    integers, entry 0 unused)."""
+    entries = []
+    for prefix in range(1 << _PREFIX_BITS):
+        short = sum(prefix >> (_PREFIX_BITS - length) >= limits[length] >> (MAX_CODE_LENGTH - length)
+                    for length in range(1, _PREFIX_BITS + 1))
+        high = [limits[length] >> (MAX_CODE_LENGTH - _PREFIX_BITS) for length in _LONG_LENGTHS]
+        above = sum(int(prefix > value) << index for index, value in enumerate(high))
+        equal = sum(int(prefix == value) << index for index, value in enumerate(high))
+        entries.append(short | above << 4 | equal << (4 + len(_LONG_LENGTHS)))
+    return entries
+
+
+def _tail_entries(limits):
+    """The tail table of one bank (64 entries of 6 bits, as integers) for ``limits``: for
+    the 6 bits ``r`` after a prefix and each length ``l`` = 9..14, whether ``r``'s first
+    ``l - 8`` bits are at least ``limit[l]``'s bits 9..l (what decides between a code of
+    length ``l`` and a longer one when the prefix equals ``limit[l]``'s first 8 bits)."""
+    rest_bits = _LENGTH_BITS - _PREFIX_BITS
+    entries = []
+    for rest in range(1 << rest_bits):
+        entries.append(sum(
+            int(rest >> (_LENGTH_BITS - length)
+                >= (limits[length] >> (MAX_CODE_LENGTH - length)) & ((1 << (length - _PREFIX_BITS)) - 1))
+            << index for index, length in enumerate(_LONG_LENGTHS)))
+    return entries
+
+
+def _tail_entry(rest, limits):
+    """The tail table entry for ``rest`` (6 bits, a number) from ``limits`` (signals), as
+    :func:`_tail_entries` computes it."""
+    L = MAX_CODE_LENGTH
+    return Cat(*[rest[_LENGTH_BITS - length:] >= limits[length][L - length:L - _PREFIX_BITS]
+                 for length in _LONG_LENGTHS])
+
+
+def _prefix_excess(entry, at_least):
+    """A code's length less 1 (0 .. 14) from its prefix table ``entry`` and its tail table
+    entry ``at_least``: for each length 9..14 the prefix table says above, below or equal,
+    and where equal, the tail table decides."""
+    ones = [entry.above[index] | (entry.equal[index] & at_least[index])
+            for index in range(len(_LONG_LENGTHS))]
+    # at or above limit[9] means at or above limit[1..8]: 8 and more
+    return Mux(ones[0], Cat(_thermometer_count(ones), Const(1, 1)), entry.short)
+
+
 class HuffmanDecoder(_HuffmanBlock):
     """Canonical Huffman decoder: ``word_width``-bit words in, up to ``lanes`` e4m3
     symbols a cycle out.
@@ -413,7 +479,13 @@ class HuffmanDecoder(_HuffmanBlock):
     1. Words pass word faults and wait in a :class:`~.bitpack.WordQueue`; the bank is
        chosen as a word leaves it, per frame.
     2. At every bit position of the head word (with the next word behind it), the code
-       length from 14 comparisons with the bank's limits, registered with the word.
+       length, from two block RAM reads a position, registered twice, and a few gates:
+       the *prefix table* (2 banks of 256 entries), read at the position's first 8
+       bits, gives the length if it is at most 8 and, for each length 9..14, whether
+       those bits are above, below or equal to the limit's first 8; where equal, the
+       *tail table* (2 banks of 64 entries), read at the next 6 bits, decides. The
+       length stage has a skid register, so the reads' enables, like every stage before
+       it, follow registers alone.
     3. A *jump target* at each position: where the code ``M`` codes on starts (``M``,
        :attr:`jump`, is 1 for 1 and 2 lanes, 2 for 4 lanes when the word is wide enough:
        ``t2[x] = t1[t1[x]]``), registered with the word.
@@ -428,8 +500,8 @@ class HuffmanDecoder(_HuffmanBlock):
        a block RAM) read with a registered read, which the output beat takes.
 
     Latency: :attr:`latency` cycles from the transfer of a frame's first word to the
-    first output transfer, with the next word right behind it and no stalls: 9 at 1
-    lane, 10 at 2 lanes and 12 at 4 lanes with the default word widths.
+    first output transfer, with the next word right behind it and no stalls: 12 at 1
+    lane, 13 at 2 lanes and 15 at 4 lanes with the default word widths.
     Throughput: ``lanes`` symbols a cycle while codes average at most ``word_width /
     lanes`` bits (less a few cycles at each frame end). A beat is sent when all lanes
     are full or the frame ends; an empty frame gives one beat with ``count = 0, last =
@@ -446,10 +518,24 @@ class HuffmanDecoder(_HuffmanBlock):
     beat of ``count = 0``). The rest of the frame, up to and including its ``last`` word,
     is dropped; the next frame decodes normally.
 
+    The prefix and tail tables are not written through ``i_config``: they follow the
+    limits. A write to a bank's limits starts a *sweep* that writes that bank's entries
+    again, done 256 + 14 cycles at most after the last such write (one copy of each
+    table a position, all written at once). A frame of that bank waits at the queue's
+    head until the sweep is done (a sweep starts the cycle after its limit write, so send
+    no config write in the cycle before a reset, as none while it is high); ``i.ready`` is
+    low while the bank being swept is the
+    working one or a switch to it is pending (``i.ready`` is then an AND of registers,
+    still never ``o.ready``), and so is ``i_config.ready`` while it is the working one.
+    :func:`config_writes` writes the limits first, so the sweep runs while the 256 symbol
+    writes go in: a swap whose switch takes effect at once waits 14 cycles at most, and
+    one that takes effect later waits none.
+
     Reset: clears stream state (the queue, the window, the loop and the pipeline: a frame
     in flight is lost, and the next word starts a frame) and never touches a table: both
-    banks of the symbol table, of the limits and of the offsets, and the active-bank
-    select, keep what was last loaded. A bank switch still pending at reset takes effect
+    banks of the symbol table, of the limits and of the offsets, the prefix and tail
+    tables, a sweep under way (it runs on through a reset), and the active-bank select,
+    keep what was last loaded. A bank switch still pending at reset takes effect
     at the reset (a reset is a frame boundary), in the encoder and decoder alike. On an
     FPGA the tables come up with their elaboration-time contents; on an ASIC a memory or
     reset-less flop has no defined power-up contents, so load every table after power-up
@@ -481,12 +567,13 @@ class HuffmanDecoder(_HuffmanBlock):
     def latency(self):
         """Cycles from the transfer of a frame's first word to the first output transfer,
         with the next words right behind it and no stalls."""
-        # Word to queue (1), queue to lengths (1, once the next word is in: +1), targets
-        # (1), window (1), loop (1), cut (1), the second code of a jump (2), the lanes'
-        # checks (1) and the table read with the index before it (1); plus a word for
-        # each further window slot the first group touches.
+        # Word to queue (1), queue to the prefix and tail tables' reads (1, once the next
+        # word is in: +1), the read data, twice (2), lengths (1), targets (1), window (1),
+        # loop (1), cut (1), the second code of a jump (2), the lanes' checks (1) and the
+        # table read with the index before it (1); plus a word for each further window
+        # slot the first group touches.
         span = MAX_CODE_LENGTH * self._lanes
-        return 9 + 2 * (self.jump - 1) + (span - 1) // self._word_width
+        return 12 + 2 * (self.jump - 1) + (span - 1) // self._word_width
 
     def _geometry(self):
         W, N, M = self._word_width, self._lanes, self.jump
@@ -510,7 +597,8 @@ class HuffmanDecoder(_HuffmanBlock):
         in_frame = Signal()          # the queue's head is inside a frame
         active, bank, pending = self._switch(m, ~in_frame)
         old_in_use = Signal()
-        m.d.comb += self.i_config.ready.eq(~pending & ~old_in_use)
+        sweeping_active = Signal()   # the length tables of the working bank are being swept
+        m.d.comb += self.i_config.ready.eq(~pending & ~old_in_use & ~sweeping_active)
         config = self.i_config.payload
         written = self.i_config.valid & self.i_config.ready
         table_reads = self._table(m, "table", shape=8, init=symbols, read_ports=N,
@@ -541,39 +629,202 @@ class HuffmanDecoder(_HuffmanBlock):
 
         # -- input: word faults, then the queue ------------------------------------------
         m.submodules.queue = queue = WordQueue(word_width=W)
-        wiring.connect(m, wiring.flipped(self.i), queue.i)
+        # Words wait outside while the bank of the frame they will start is being swept
+        # (the working bank, or the one a pending switch goes to): the queue is for
+        # words that can go on, and the wait then shows as ``i.ready`` low, not as latency.
+        input_held = Signal()
+        m.d.comb += [queue.i.valid.eq(self.i.valid & ~input_held),
+                     queue.i.payload.eq(self.i.payload),
+                     self.i.ready.eq(queue.i.ready & ~input_held)]
         head = queue.head
         with m.If(queue.take):
             m.d.sync += in_frame.eq(~head.end)
 
-        # -- code lengths at every bit position the targets need, registered -------------
-        bits = Cat(frame_order(head.data), frame_order(queue.after.data))
-        limits = bank_limits(bank, "limit")
+        # -- the prefix table: 2 banks of 256 entries, a copy (a block RAM) a position ---
+        # Derived from the limits: any write to a bank's limits sweeps that bank's 256
+        # entries again. Every field of an entry compares the prefix q with one threshold
+        # a length, h[l] = limit[l] >> 7 (non-decreasing in l), so the sweep walks q up
+        # and a pointer k up the thresholds (a cycle for each, from a copy of the
+        # thresholds in LUT RAM): entry q is written once k counts the thresholds at or
+        # below q, with ``k_below``, the count below q (k at q - 1). At most 256 + 14
+        # cycles, a register between the entry and the write. A word of that bank waits at
+        # the queue's head until the sweep is done; the sweep is table state, so a reset
+        # neither stops nor restarts it.
         positions = W + L * (M - 1)
+        prefix_init = _prefix_entries([entry_["limit"] for entry_ in entries])
+        threshold_shift = L - _PREFIX_BITS
+        m.submodules.thresholds = thresholds = ConfigTable(
+            shape=L + 1 - threshold_shift, depth=32,
+            init=[entry_["limit"] >> threshold_shift for entry_ in entries] * 2,
+            read_ports=1, config_layout=config_layout)
+        m.d.comb += [thresholds.config.valid.eq(written & length_hit),
+                     thresholds.config.payload.addr.eq(Cat(config.addr[:4], ~active)),
+                     thresholds.config.payload.data.eq(entry.limit[threshold_shift:])]
+        fill_busy = Signal(reset_less=True)
+        fill_prefix = Signal(_PREFIX_BITS, reset_less=True)
+        fill_at = Signal(4, reset_less=True)         # thresholds at or below the prefix
+        fill_below = Signal(4, reset_less=True)      # thresholds below it
+        fill_bank = Signal(reset_less=True)
+        # A limit write starts the sweep a cycle later, through registers that a reset
+        # clears: the sweep's own registers, which no reset clears, then see only
+        # registers and ``rst``, never an input that a 4-state simulator may show X
+        # before the first reset (they would keep the X).
+        sweep_start = Signal()
+        sweep_bank = Signal()
+        m.d.sync += [sweep_start.eq(written & length_hit), sweep_bank.eq(~active)]
+        limit_write = Signal()       # (named for what started it)
+        m.d.comb += limit_write.eq(sweep_start & ~ResetSignal())
+        threshold = thresholds.read[0]
+        fill_next = Signal(4, reset_less=True, init=1)     # fill_at + 1
+        m.d.comb += threshold.addr.eq(Cat(fill_next, fill_bank))
+        count_up = Signal()          # the next threshold is at or below the prefix
+        fill_step = Signal()         # write this prefix's entry, go to the next
+        m.d.comb += [count_up.eq(fill_busy & (fill_at != L - 1)
+                                 & (threshold.data <= fill_prefix)),
+                     fill_step.eq(fill_busy & ~count_up)]
+        last_prefix = (1 << _PREFIX_BITS) - 1
+        # (assigned every cycle, not under an If: see ``_switch``)
+        m.d.sync += [
+            fill_busy.eq(limit_write | (fill_busy & ~(fill_step & (fill_prefix == last_prefix)))),
+            fill_prefix.eq(Mux(limit_write, 0, Mux(fill_step, fill_prefix + 1, fill_prefix))),
+            fill_at.eq(Mux(limit_write, 0, Mux(count_up, fill_next, fill_at))),
+            fill_next.eq(Mux(limit_write, 1, Mux(count_up, fill_next + 1, fill_next))),
+            fill_below.eq(Mux(limit_write, 0, Mux(fill_step, fill_at, fill_below))),
+            fill_bank.eq(Mux(limit_write, sweep_bank, fill_bank)),
+        ]
+        fill_en = Signal(reset_less=True)
+        fill_addr = Signal(_PREFIX_BITS + 1, reset_less=True)
+        fill_data = Signal(_prefix_entry_layout.size, reset_less=True)
+        fill_entry = Cat(Mux(fill_at > _PREFIX_BITS, _PREFIX_BITS, fill_at),
+                         Cat(*[length <= fill_below for length in _LONG_LENGTHS]),
+                         Cat(*[(fill_below < length) & (length <= fill_at)
+                               for length in _LONG_LENGTHS]))
+        m.d.sync += [fill_en.eq(fill_step & ~limit_write),
+                     fill_addr.eq(Cat(fill_prefix, fill_bank)), fill_data.eq(fill_entry)]
+        # The tail tables (64 entries a bank) are written in the sweep's first 64 steps.
+        tail_init = _tail_entries([entry_["limit"] for entry_ in entries])
+        rest_bits = _LENGTH_BITS - _PREFIX_BITS
+        tail_en = Signal(reset_less=True)
+        tail_addr = Signal(rest_bits + 1, reset_less=True)
+        tail_data = Signal(len(_LONG_LENGTHS), reset_less=True)
+        m.d.sync += [
+            tail_en.eq(fill_step & ~limit_write & (fill_prefix < (1 << rest_bits))),
+            tail_addr.eq(Cat(fill_prefix[:rest_bits], fill_bank)),
+            tail_data.eq(_tail_entry(fill_prefix[:rest_bits], bank_limits(fill_bank, "fill_limit"))),
+        ]
+        hold = Signal()              # the head's bank is being swept
+        m.d.comb += hold.eq((fill_busy | fill_en) & (bank == fill_bank))
+        # A switch (or a reset with one pending) can make the bank being swept the working
+        # one; a limit write then, to the other bank, would restart the sweep there.
+        m.d.comb += [sweeping_active.eq((fill_busy | fill_en) & (fill_bank == active)),
+                     input_held.eq(sweeping_active | ((fill_busy | fill_en) & pending))]
+
+        # -- code lengths at every bit position the targets need --------------------------
+        # Stage 1 reads the prefix and tail tables at each position and registers the
+        # word; stage 2 registers the read data; stage 3 finishes each length. Stage 3 has a second register (a skid), so the stages
+        # before it, and the block RAMs' read enables, move on registers alone, never on
+        # whether the window takes a word this cycle.
+        bits = Cat(frame_order(head.data), frame_order(queue.after.data))
         word = {"end": head.end, "fault": head.fault, "bits": head.bits, "data": head.data,
                 "bank": bank}
-        valid = queue.head_ready
-        excess = [_code_excess(bits[position:position + _LENGTH_BITS], limits)
-                  for position in range(positions)]
-        loads = []                                   # each stage's load enable, in order
+        loads = []                                   # (load, valid, bank) of each stage
 
-        def register_stage(name, valid, word, excess):
+        def register_stage(name, valid, word):
             here = Signal(name=f"{name}_valid")
             load = Signal(name=f"{name}_load")
             registered = {key: Signal.like(value, name=f"{name}_{key}")
                           if isinstance(value, Signal) else
                           Signal(len(Value.cast(value)), name=f"{name}_{key}")
                           for key, value in word.items()}
-            kept = [Signal(len(Value.cast(value)), name=f"{name}_excess{position}")
-                    for position, value in enumerate(excess)]
             with m.If(load):
                 m.d.sync += here.eq(valid)
                 m.d.sync += [registered[key].eq(value) for key, value in word.items()]
-                m.d.sync += [register.eq(value) for register, value in zip(kept, excess)]
             loads.append((load, here, registered["bank"]))
-            return here, registered, kept
+            return here, registered, load
 
-        valid, word, excess = register_stage("lengths", valid, word, excess)
+        valid, word, prefix_load = register_stage("prefix", queue.head_ready & ~hold, word)
+        reads, tail_reads = [], []
+        for position in range(positions):
+            # A copy of the table a position (one write port and one read port, a block
+            # RAM each), all written alike.
+            # (``no_rw_check``: a read never uses what it reads at the address being
+            # written, which is in the bank being swept, so no logic need settle it)
+            copy = Memory(shape=_prefix_entry_layout.size, depth=512, init=prefix_init * 2,
+                          attrs={"no_rw_check": 1})
+            m.submodules[f"prefix_table{position}"] = copy
+            fill_write = copy.write_port()
+            m.d.comb += [fill_write.en.eq(fill_en), fill_write.addr.eq(fill_addr),
+                         fill_write.data.eq(fill_data)]
+            read = copy.read_port(domain="sync", transparent_for=())
+            m.d.comb += [read.addr.eq(Cat(bits[position:position + _PREFIX_BITS][::-1], bank)),
+                         read.en.eq(prefix_load)]
+            reads.append(read.data)
+            # and of the tail table, read at the 6 bits after the prefix
+            # (a block RAM too, not LUT RAM, which would cost ~16 LUTs a position)
+            copy = Memory(shape=len(_LONG_LENGTHS), depth=2 << rest_bits, init=tail_init * 2,
+                          attrs={"ram_style": "block", "no_rw_check": 1})
+            m.submodules[f"tail_table{position}"] = copy
+            tail_write = copy.write_port()
+            m.d.comb += [tail_write.en.eq(tail_en), tail_write.addr.eq(tail_addr),
+                         tail_write.data.eq(tail_data)]
+            read = copy.read_port(domain="sync", transparent_for=())
+            rest = bits[position + _PREFIX_BITS:position + _LENGTH_BITS][::-1]
+            m.d.comb += [read.addr.eq(Cat(rest, bank)), read.en.eq(prefix_load)]
+            tail_reads.append(read.data)
+        # The reads registered alone: a block RAM's data comes late in the cycle. (Their
+        # registers have no reset, so nothing but a flip-flop follows the block RAM; they
+        # are assigned every cycle, so a 4-state simulator never sees them X.)
+        valid, word, entry_load = register_stage("entry", valid, word)
+        kept = [Signal(len(read), name=f"entry_read{position}", reset_less=True)
+                for position, read in enumerate(reads)]
+        tail_kept = [Signal(len(read), name=f"entry_tail{position}", reset_less=True)
+                     for position, read in enumerate(tail_reads)]
+        m.d.sync += [register.eq(Mux(entry_load, read, register))
+                     for register, read in zip(kept + tail_kept, reads + tail_reads)]
+        # ... and registered again, so that the first registers, which only feed the
+        # second, can sit by the block RAMs (their data comes out late, and the logic
+        # the second feed spreads wide).
+        valid, word, copied_load = register_stage("copied", valid, word)
+        copied = [Signal(len(read), name=f"copied_read{position}", reset_less=True)
+                  for position, read in enumerate(kept + tail_kept)]
+        m.d.sync += [register.eq(Mux(copied_load, read, register))
+                     for register, read in zip(copied, kept + tail_kept)]
+        kept, tail_kept = copied[:positions], copied[positions:]
+        excess = [_prefix_excess(_prefix_entry_layout(read), tail)
+                  for read, tail in zip(kept, tail_kept)]
+
+        # Stage 3: the lengths, with a skid register. ``main`` is what the targets come
+        # from; a word that arrives while ``main`` holds one the next stage does not take
+        # waits in ``skid``, and while it does, the stages before hold.
+        lengths_layout = data.StructLayout({
+            "valid": 1, "bank": 1, "end": 1, "fault": 1, "bits": head.bits.shape(),
+            "data": W, "excess": data.ArrayLayout(len(excess[0]), positions)})
+        arriving = Signal(lengths_layout)
+        m.d.comb += [arriving.valid.eq(valid), arriving.bank.eq(word["bank"]),
+                     arriving.end.eq(word["end"]), arriving.fault.eq(word["fault"]),
+                     arriving.bits.eq(word["bits"]), arriving.data.eq(word["data"])]
+        m.d.comb += [arriving.excess[position].eq(value) for position, value in enumerate(excess)]
+        main = Signal(lengths_layout, name="lengths_main")
+        skid = Signal(lengths_layout, name="lengths_skid")
+        lengths_load = Signal()                      # the stages before move
+        m.d.comb += lengths_load.eq(~skid.valid)
+        take_main = Signal()                         # the next stage takes ``main``
+        with m.If(skid.valid):
+            with m.If(take_main):
+                m.d.sync += [main.eq(skid), skid.valid.eq(0)]
+        with m.Elif(~main.valid | take_main):
+            m.d.sync += main.eq(arriving)
+        with m.Else():
+            m.d.sync += skid.eq(arriving)
+        loads.append((None, main.valid, main.bank))
+        loads.append((None, skid.valid, skid.bank))
+        m.d.comb += [copied_load.eq(~loads[2][1] | lengths_load),
+                     entry_load.eq(~loads[1][1] | copied_load),
+                     prefix_load.eq(~loads[0][1] | entry_load),
+                     queue.take.eq(queue.head_ready & ~hold & prefix_load)]
+        valid = main.valid
+        word = {key: main[key] for key in ("bank", "end", "fault", "bits", "data")}
+        excess = [main.excess[position] for position in range(positions)]
 
         # -- jump targets ------------------------------------------------------------------
         # The code ``level`` codes after the one at x starts at x + level + excess[x],
@@ -596,17 +847,13 @@ class HuffmanDecoder(_HuffmanBlock):
         prepared = Signal(slot_layout)
         take = Signal()                              # the window takes the prepared word
         load = Signal()
-        m.d.comb += load.eq(~prepared.valid | take)
+        m.d.comb += [load.eq(~prepared.valid | take), take_main.eq(main.valid & load)]
         with m.If(load):
             m.d.sync += [prepared.valid.eq(valid), prepared.end.eq(word["end"]),
                          prepared.fault.eq(word["fault"]), prepared.bits.eq(word["bits"]),
                          prepared.data.eq(word["data"]), prepared.bank.eq(word["bank"])]
             m.d.sync += [prepared.targets[position].eq(targets[position])
                          for position in range(W)]
-        for stage_load, stage_valid, _ in reversed(loads):
-            m.d.comb += stage_load.eq(~stage_valid | load)
-            load = stage_load
-        m.d.comb += queue.take.eq(queue.head_ready & load)
 
         # -- the window: Q word slots, slot 0 the oldest ------------------------------------
         # A slot never written yet jumps by the shortest codes, so the loop only ever
