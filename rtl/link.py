@@ -295,6 +295,17 @@ class _TxStream(wiring.Component):
         m.submodules.flits = flits = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
                                             init=[])
         write = flits.write_port(granularity=8)
+        # Writes go through a register (address, a 16-bit word, a byte enable a column),
+        # so the enables and data fan out to the buffer's distributed RAMs from flip-flops.
+        # A flit's last write lands a cycle after it is made, before the link can read it
+        # (the flit is full only after the cycle that finishes it).
+        write_addr = Signal.like(write.addr)
+        write_word = Signal(16)
+        write_en = Signal(link_bytes)
+        m.d.comb += [write.addr.eq(write_addr),
+                     write.data.eq(Cat(*[write_word] * (link_bytes // 2))),
+                     write.en.eq(write_en)]
+        m.d.sync += write_en.eq(0)
         read = flits.read_port()          # registered: a row a cycle after its address
         full = Signal(2)                  # each slot holds a whole flit
         slot = Signal()                   # the slot being written
@@ -328,9 +339,9 @@ class _TxStream(wiring.Component):
             m.d.comb += raw_ready.eq(1)
             with m.If(raw_valid):
                 with m.If(head.has):
-                    m.d.comb += [write.addr.eq(row_of),
-                                 write.data.eq(Cat(*[head.symbol] * link_bytes)),
-                                 write.en.eq(_byte_enables(position, 1, link_bytes))]
+                    m.d.sync += [write_addr.eq(row_of),
+                                 write_word.eq(Cat(head.symbol, head.symbol)),
+                                 write_en.eq(_byte_enables(position, 1, link_bytes))]
                     m.d.sync += position.eq(position + 1)
                 with m.If(head.end):
                     m.d.sync += finishing.eq(1)
@@ -339,9 +350,8 @@ class _TxStream(wiring.Component):
             # before ``position`` is the flit's.
             m.d.comb += encoder.o.ready.eq(1)
             with m.If(encoder.o.valid):
-                m.d.comb += [write.addr.eq(row_of),
-                             write.data.eq(Cat(*[word.data] * (link_bytes // 2))),
-                             write.en.eq(_byte_enables(position, 2, link_bytes))]
+                m.d.sync += [write_addr.eq(row_of), write_word.eq(word.data),
+                             write_en.eq(_byte_enables(position, 2, link_bytes))]
                 m.d.sync += position.eq(position + 2)
                 with m.If(word.last):
                     m.d.sync += finishing.eq(1)
