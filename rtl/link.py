@@ -410,9 +410,10 @@ class LinkTx(_LinkBlock):
     flit takes ``flit_bytes / link_bytes + 1`` link cycles); the cutter spends one more
     cycle a flit. Latency: a flit leaves once it is full (or its frame ended), so a
     symbol waits for the rest of its flit: about a flit's worth of symbols, plus the
-    encoder's latency and 3 cycles; ``linkcodec sim link`` measures it. Backpressure on
-    ``o`` holds the link side; each stream then fills its two flits and its chunk queue,
-    and its ``i.ready`` falls. ``i.ready`` depends on ``i.payload`` (a cut takes a
+    encoder's latency, the chunk's head queue and write register (3 cycles), the flit's
+    finish (1) and the link side's pipeline and output queue (6); ``linkcodec sim link``
+    measures it. Backpressure on ``o`` fills the output queue and holds the link side;
+    each stream then fills its two flits and its chunk queue, and its ``i.ready`` falls. ``i.ready`` depends on ``i.payload`` (a cut takes a
     cycle) but never on ``o.ready``. Every byte is a valid symbol. Reset clears every
     queue and flit in flight; the tables (set at elaboration) stay.
     """
