@@ -566,20 +566,11 @@ class _RxStream(wiring.Component):
             write.en.eq(self.write),
         ]
         top = self.write_data[-32:]
-        # Each slot keeps, beside its header, the position of its flit's last symbol (raw)
-        # or word (coded), worked out as the header arrives: off the reader's loop.
-        # and a coded flit's last word's bits.
-        finals = [Signal(12, name=f"final{n}") for n in range(2)]
-        tails = [Signal(5, name=f"tail{n}") for n in range(2)]
-        t_raw, t_count, t_bits = top[30:32] == 0, top[11:23], top[0:11]
-        final = Mux(t_raw, Mux(t_count == 0, 0, t_count - 1),
-                    Mux(t_bits == 0, 0, ((t_bits + 15) >> 4) - 1))
-        tail = Mux(t_bits == 0, 0, (t_bits - 1)[:4] + 1)
         with m.If(self.write & (self.write_row == 0)):
             with m.If(slot):
-                m.d.sync += [headers[1].eq(top), finals[1].eq(final), tails[1].eq(tail)]
+                m.d.sync += headers[1].eq(top)
             with m.Else():
-                m.d.sync += [headers[0].eq(top), finals[0].eq(final), tails[0].eq(tail)]
+                m.d.sync += headers[0].eq(top)
         last_row = self.write & (self.write_row == rows - 1)
         with m.If(last_row):
             m.d.sync += slot.eq(~slot)
@@ -587,7 +578,7 @@ class _RxStream(wiring.Component):
         header = Signal(32)
         m.d.comb += header.eq(Mux(out_slot, headers[1], headers[0]))
         is_raw = header[30:32] == 0
-        h_last, h_count = header[27], header[11:23]
+        h_last, h_count, h_bits = header[27], header[11:23], header[0:11]
 
         _, decoder_class = _blocks(p.codec)
         m.submodules.decoder = decoder = decoder_class(
@@ -613,6 +604,7 @@ class _RxStream(wiring.Component):
                              HEADER_BYTES + 2 * position)),
             read.addr.eq(out_slot * rows + (word_byte >> column_bits)),
         ]
+        words = Mux(h_bits == 0, 1, (h_bits + 15) >> 4)
         held = Signal()                          # a word in hand
         held_raw = Signal()
         held_empty = Signal()                    # an empty raw flit: no symbol
@@ -665,10 +657,11 @@ class _RxStream(wiring.Component):
                                  decoding.w_data.eq(Cat(h_count, h_last))]
                     m.d.sync += [reading.eq(1), position.eq(0)]
         with m.Elif(advance):
-            done = position == Mux(out_slot, finals[1], finals[0])
+            done = Mux(is_raw, (h_count == 0) | (position == h_count - 1),
+                       position == words - 1)
             m.d.sync += [held.eq(1), held_raw.eq(is_raw), held_empty.eq(is_raw & (h_count == 0)),
                          held_done.eq(done), held_last.eq(h_last),
-                         held_bits.eq(Mux(out_slot, tails[1], tails[0])),
+                         held_bits.eq(h_bits - (position << 4)),
                          held_select.eq(word_byte[:column_bits]),
                          position.eq(position + 1)]
             m.d.comb += freed.eq(done)
