@@ -710,10 +710,10 @@ class LinkRx(_LinkBlock):
     1 lane with ``error``).
 
     Throughput: a symbol a cycle a stream, flits back to back. Latency: each word passes
-    a 4-deep queue, a broadcast register and its group's register (3 cycles when the
-    queue is empty), a flit's words are buffered before it is read out (``flit_bytes /
-    link_bytes`` cycles), then a raw flit's first symbol follows in 2 cycles and a coded
-    one's after the decoder's latency. Backpressure on ``o_sK`` fills stream K's two flit slots; the next flit for
+    a 4-deep queue and a write stage (2 cycles when the queue is empty), a flit's words
+    are buffered before it is read out (``flit_bytes / link_bytes`` cycles), then a raw
+    flit's first symbol follows in 2 cycles and a coded one's after the decoder's
+    latency. Backpressure on ``o_sK`` fills stream K's two flit slots; the next flit for
     it then waits at the queue's head (``i.ready`` falls once the queue is full) and
     holds every stream. ``i.ready`` is the queue's: it depends neither on ``i.payload``
     nor on an output's ``ready``. Bad input: see the module's docstring. Reset clears
@@ -781,18 +781,11 @@ class LinkRx(_LinkBlock):
         m.d.comb += queue.r_en.eq(pop)
         staged = Signal(tagged_layout)
         m.d.sync += [staged.eq(head), staged.streams.eq(Mux(pop, head.streams, 0))]
-        # From the broadcast register a register a group of LINK_GROUP streams, beside
-        # them, writes their buffers: the long wires run once to each group.
-        for start in range(0, p.streams, LINK_GROUP):
-            grouped = Signal(tagged_layout, name=f"grouped{start // LINK_GROUP}")
-            m.d.sync += grouped.eq(staged)
-            for index in range(start, min(start + LINK_GROUP, p.streams)):
-                m.d.comb += [units[index].write.eq(grouped.streams[index]),
-                             units[index].write_row.eq(grouped.row),
-                             units[index].write_data.eq(grouped.data)]
         for index, (unit, credit) in enumerate(zip(units, credits)):
             took = pop & head.streams[index] & (head.row == 0)
             m.d.sync += credit.eq(credit - took + unit.slot_freed)
+            m.d.comb += [unit.write.eq(staged.streams[index]), unit.write_row.eq(staged.row),
+                         unit.write_data.eq(staged.data)]
         return m
 
 
