@@ -25,11 +25,11 @@ Config port (``i_config``, one write per transfer):
 it takes effect at the next frame boundary: before the first symbol (encoder) or word
 (decoder) of the next frame, at once if the block is between frames. So a codebook swap
 costs no idle cycle (in the decoder, 14 at most when the switch comes just before a frame
-boundary: see :class:`HuffmanDecoder` on its length tables). While a switch is pending (and, in the decoder, while frames of the
-bank that became idle are still in flight, or while the working bank's length tables are
-still being derived from its limits) ``i_config.ready`` is low, so the next codebook's
-writes cannot reach a bank in use. :func:`config_writes` makes the writes
-that load a codebook and switch to it.
+boundary: see :class:`HuffmanDecoder` on its length tables). While a switch is pending
+(and, in the decoder, while frames of the bank that became idle are still in flight, or
+while the working bank's length tables are still being derived from its limits)
+``i_config.ready`` is low, so the next codebook's writes cannot reach a bank in use.
+:func:`config_writes` makes the writes that load a codebook and switch to it.
 
 **Reset** (``rst``) clears stream state and never touches a table: both banks of every
 table and the active-bank select keep what was last loaded, or their elaboration-time
@@ -46,11 +46,11 @@ from amaranth.lib.memory import Memory
 
 from ..golden.huffman import HuffmanCodebook, canonical_codes
 from .bitpack import (BitPacker, WordQueue, bits_at, concatenation_tree, frame_order,
-                      mux_tree, pipeline_stage, word_entry_layout)
+                      pipeline_stage)
 from .block import LanedBlock, decoder_signature, encoder_signature
 from .payload import check_lanes, config_write_layout
 from .table import ConfigRegisters, ConfigTable
-from .window import beat_run, drop_after_last, frame_end, window_ready
+from .window import beat_run, drop_after_last, jump_loop, pick, window_geometry
 
 __all__ = [
     "MAX_CODE_LENGTH", "MIN_DECODER_WORD_WIDTH", "SWITCH_ADDR", "LENGTH_BASE", "code_entry_layout",
@@ -358,16 +358,6 @@ class HuffmanEncoder(_HuffmanBlock):
         return m
 
 
-def _select(m, candidates, index, width, name):
-    """``candidates[index]`` as a ``width``-bit mux tree on the low bits of ``index``
-    (``None`` candidates, and any past the list, are 0), in a signal named ``name``."""
-    picked = Signal(width, name=name)
-    m.d.comb += picked.eq(mux_tree(
-        [None if candidate is None else Value.cast(candidate)[:width]
-         for candidate in candidates], index, width))
-    return picked
-
-
 def _thermometer_count(ones):
     """The number of ones in ``ones``, a thermometer (``ones[i]`` set means every
     ``ones[j]``, ``j < i``, is set too), as a binary value: a few gates a bit, no adder."""
@@ -415,7 +405,8 @@ def _prefix_entries(limits):
     integers, entry 0 unused)."""
     entries = []
     for prefix in range(1 << _PREFIX_BITS):
-        short = sum(prefix >> (_PREFIX_BITS - length) >= limits[length] >> (MAX_CODE_LENGTH - length)
+        short = sum(prefix >> (_PREFIX_BITS - length)
+                    >= limits[length] >> (MAX_CODE_LENGTH - length)
                     for length in range(1, _PREFIX_BITS + 1))
         high = [limits[length] >> (MAX_CODE_LENGTH - _PREFIX_BITS) for length in _LONG_LENGTHS]
         above = sum(int(prefix > value) << index for index, value in enumerate(high))
@@ -434,7 +425,8 @@ def _tail_entries(limits):
     for rest in range(1 << rest_bits):
         entries.append(sum(
             int(rest >> (_LENGTH_BITS - length)
-                >= (limits[length] >> (MAX_CODE_LENGTH - length)) & ((1 << (length - _PREFIX_BITS)) - 1))
+                >= (limits[length] >> (MAX_CODE_LENGTH - length))
+                & ((1 << (length - _PREFIX_BITS)) - 1))
             << index for index, length in enumerate(_LONG_LENGTHS)))
     return entries
 
@@ -576,13 +568,7 @@ class HuffmanDecoder(_HuffmanBlock):
         return 12 + 2 * (self.jump - 1) + (span - 1) // self._word_width
 
     def _geometry(self):
-        W, N, M = self._word_width, self._lanes, self.jump
-        span = MAX_CODE_LENGTH * N                  # most bits a group of codes takes
-        # A group may start at 0..last_start of the window; the loop drops one word a
-        # cycle at most, so groups that take more than a word need some slack.
-        last_start = W - 1 + (0 if span <= W else 8)
-        slots = -(-(last_start + span) // W)        # window words a group can touch
-        return W, N, M, N // M, span, last_start, slots
+        return window_geometry(self._word_width, self._lanes, self.jump, MAX_CODE_LENGTH)
 
     def elaborate(self, platform):
         m = Module()
@@ -710,7 +696,8 @@ class HuffmanDecoder(_HuffmanBlock):
         m.d.sync += [
             tail_en.eq(fill_step & ~limit_write & (fill_prefix < (1 << rest_bits))),
             tail_addr.eq(Cat(fill_prefix[:rest_bits], fill_bank)),
-            tail_data.eq(_tail_entry(fill_prefix[:rest_bits], bank_limits(fill_bank, "fill_limit"))),
+            tail_data.eq(_tail_entry(fill_prefix[:rest_bits],
+                                     bank_limits(fill_bank, "fill_limit"))),
         ]
         hold = Signal()              # the head's bank is being swept
         m.d.comb += hold.eq((fill_busy | fill_en) & (bank == fill_bank))
@@ -721,9 +708,10 @@ class HuffmanDecoder(_HuffmanBlock):
 
         # -- code lengths at every bit position the targets need --------------------------
         # Stage 1 reads the prefix and tail tables at each position and registers the
-        # word; stage 2 registers the read data; stage 3 finishes each length. Stage 3 has a second register (a skid), so the stages
-        # before it, and the block RAMs' read enables, move on registers alone, never on
-        # whether the window takes a word this cycle.
+        # word; stage 2 registers the read data; stage 3 finishes each length. Stage 3 has
+        # a second register (a skid), so the stages before it, and the block RAMs' read
+        # enables, move on registers alone, never on whether the window takes a word this
+        # cycle.
         bits = Cat(frame_order(head.data), frame_order(queue.after.data))
         word = {"end": head.end, "fault": head.fault, "bits": head.bits, "data": head.data,
                 "bank": bank}
@@ -834,7 +822,7 @@ class HuffmanDecoder(_HuffmanBlock):
         while level < M:
             spread = (L - 1) * level
             further = [
-                _select(m, excess[position + level:][:spread + 1], excess[position],
+                pick(m, excess[position + level:][:spread + 1], excess[position],
                         len(excess[position]), f"further{level}_{position}")
                 for position in range(W + L * (M - 2 * level))]
             excess = [Value.cast(own + more) for own, more in zip(excess, further)]
@@ -855,98 +843,14 @@ class HuffmanDecoder(_HuffmanBlock):
             m.d.sync += [prepared.targets[position].eq(targets[position])
                          for position in range(W)]
 
-        # -- the window: Q word slots, slot 0 the oldest ------------------------------------
-        # A slot never written yet jumps by the shortest codes, so the loop only ever
-        # moves forward, even through a frame's end into slots of no frame.
-        idle = {"targets": [position + M for position in range(W)]}
-        slots = [Signal(slot_layout, name=f"slot{index}", init=idle) for index in range(Q)]
-
-        # The first slot that ends a frame, and where the frame's bits end.
-        end_known, end_slot, end_pos, end_fault = frame_end(m, slots, W, pos_width)
-
-        # -- the loop: the bit position where the next group starts -------------------------
-        start = Signal(pos_width)
-        past_end = Signal()          # the position went past a frame end in slot 0
-        passed = Signal()            # ... or past one elsewhere (a cycle late)
-        skip = Signal(range(Q))      # slots of an ended frame still to drop
-        advance = Signal()           # every stage after the loop moves
-        m.d.comb += advance.eq(~self.o.valid | self.o.ready)
-
-        # The slots the group touches (bits start .. start + span - 1) hold their words,
-        # or the frame ends before the first that does not.
-        ready = Signal()
-        m.d.comb += ready.eq(window_ready(slots, start, span, W))
-
-        def target(position):
-            slot, offset = divmod(position, W)
-            return slot * W + slots[slot].targets[offset]
-
-        jumps = [start]                              # where each jump of the group starts
-        low, high = 0, last_start
-        for index in range(S):
-            # (indexed by the position itself, from 0, so that no subtraction comes first)
-            candidates = [None] * low + [target(position) for position in range(low, high + 1)]
-            jumps.append(_select(m, candidates, jumps[-1], pos_width, f"jump{index + 1}"))
-            low += M
-            high += L * M
-        group_end = jumps[-1]
-        crosses = Signal()
-        m.d.comb += crosses.eq(group_end >= W)
-
-        # What the loop does this cycle, one of: drop a slot of an ended frame (skip); end
-        # the frame (done: tell the pipeline, go to the next frame); run a group (step);
-        # note that the position is past a frame end in slot 0; drop slot 0 (slide) when
-        # the position is beyond it and too far on for a group.
-        skipping = Signal()
-        at_end = Signal()
-        in_reach = Signal()
-        done = Signal()
-        step = Signal()
-        slide = Signal()
-        shift = Signal()             # drop slot 0
-        m.d.comb += [
-            skipping.eq(skip != 0),
-            at_end.eq(~skipping & (past_end | passed)),
-            in_reach.eq(~skipping & ~at_end & (start <= last_start)),
-            done.eq(at_end & advance),
-            step.eq(in_reach & advance & ready),
-            slide.eq(~skipping & ~at_end & ~in_reach & ~slots[0].end),
-            shift.eq(skipping | done | (step & crosses & ~slots[0].end) | slide),
-        ]
-        # Whether the position passed the frame's end is worked out a cycle late, off the
-        # loop's path: one more group may run past it, and the pipeline drops its beat,
-        # as the frame's last beat has gone. (Not across a jump to the next frame.)
-        m.d.sync += passed.eq(end_known & (start >= end_pos + end_fault) & ~done & ~skipping)
-        with m.If(skipping):
-            m.d.sync += skip.eq(skip - 1)
-        with m.If(done):
-            m.d.sync += [skip.eq(end_slot), past_end.eq(0), start.eq(0)]
-        with m.If(step):
-            m.d.sync += [start.eq(Mux(crosses, group_end - W, group_end)),
-                         past_end.eq(crosses & slots[0].end)]
-        with m.If(~skipping & ~at_end & ~in_reach & slots[0].end):
-            m.d.sync += past_end.eq(1)
-        with m.If(slide):
-            m.d.sync += start.eq(start - W)
-
-        # Window update. ``shift`` is late, so it only enables registers: a slot loads the
-        # slot above if that holds a word, else the prepared word.
-        occupied = Signal(range(Q + 1))
-        m.d.comb += [occupied.eq(sum(slot.valid for slot in slots)),
-                     take.eq(prepared.valid & (~slots[Q - 1].valid | shift))]
-        for index in range(Q):
-            loads_here = take & (occupied - shift == index)
-            if index == Q - 1:
-                with m.If(loads_here):
-                    m.d.sync += slots[index].eq(prepared)
-                with m.Elif(shift):
-                    m.d.sync += slots[index].valid.eq(0)
-            else:
-                above = slots[index + 1]
-                with m.If(loads_here | shift):
-                    m.d.sync += slots[index].eq(Mux(above.valid, above, prepared))
-                    with m.If(~above.valid & ~loads_here):
-                        m.d.sync += slots[index].valid.eq(0)
+        # -- the window and the loop (:func:`~.window.jump_loop`) ---------------------------
+        loop = jump_loop(m, prepared=prepared, take=take, output=self.o, word_width=W,
+                         depth=Q, groups=S, jump=M, min_length=1,
+                         max_length=L, last_start=last_start, span=span,
+                         pos_width=pos_width)
+        slots, jumps, group_end, step, done, advance = (
+            loop.slots, loop.jumps, loop.group_end, loop.step, loop.done, loop.advance)
+        end_known, end_pos, end_fault = loop.end_known, loop.end_pos, loop.end_fault
 
         # -- after the loop: one pipeline, every stage moves on ``advance`` ------------------
         in_flight = []               # (valid, bank) of every stage after the loop

@@ -30,13 +30,12 @@ from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import data, wiring
 
 from ..golden.qlc import QlcCode
-from .bitpack import (BitPacker, bits_at, concatenation_tree, frame_order, mux_tree,
-                      pipeline_stage)
+from .bitpack import BitPacker, bits_at, concatenation_tree, frame_order, pipeline_stage
 from .block import LanedBlock, decoder_signature, encoder_signature
 from .payload import check_lanes
 from .payload import config_write_layout
 from .table import ConfigRegisters, ConfigTable
-from .window import beat_run, drop_after_last, frame_end, window_ready
+from .window import beat_run, drop_after_last, jump_loop, pick, window_geometry
 
 __all__ = [
     "MAX_CODE_LENGTH", "AREA_BASE", "area_layout", "config_layout", "default_word_width",
@@ -279,17 +278,6 @@ class QlcEncoder(_QlcBlock):
 _MIN_CODE_LENGTH = 3
 
 
-def _pick(m, candidates, index, width, name):
-    """``candidates[index]`` as a ``width``-bit mux (``None`` candidates are 0). Where it
-    matters ``index`` is in range; elsewhere (a loop that does not step) it gives 0,
-    never X."""
-    picked = Signal(width, name=name)
-    m.d.comb += picked.eq(mux_tree(
-        [None if candidate is None else candidate[:width] for candidate in candidates],
-        index, width))
-    return picked
-
-
 class QlcDecoder(_QlcBlock):
     """QLC decoder: ``word_width``-bit words in, up to ``lanes`` e4m3 symbols a cycle out.
 
@@ -362,13 +350,7 @@ class QlcDecoder(_QlcBlock):
                 + (span - 1) // self._word_width)
 
     def _geometry(self):
-        W, N, M = self._word_width, self._lanes, self.jump
-        span = MAX_CODE_LENGTH * N                  # most bits a group of codes takes
-        # A group may start at 0..last_start of the window; the loop drops one word a
-        # cycle at most, so groups that take more than a word need some slack.
-        last_start = W - 1 + (0 if span <= W else 8)
-        slots = -(-(last_start + span) // W)        # window words a group can touch
-        return W, N, M, N // M, span, last_start, slots
+        return window_geometry(self._word_width, self._lanes, self.jump, MAX_CODE_LENGTH)
 
     def elaborate(self, platform):
         from amaranth.hdl import Cat, Const, Value
@@ -466,7 +448,7 @@ class QlcDecoder(_QlcBlock):
                 valid, word, excess = here, registered, kept
             spread = (MAX_CODE_LENGTH - _MIN_CODE_LENGTH) * level      # excess 0 .. spread
             further = [
-                _pick(m, excess[position + _MIN_CODE_LENGTH * level:][:spread + 1],
+                pick(m, excess[position + _MIN_CODE_LENGTH * level:][:spread + 1],
                       excess[position], len(excess[position]), f"further{level}_{position}")
                 for position in range(W + MAX_CODE_LENGTH * (M - 2 * level))]
             excess = [Value.cast(own + more) for own, more in zip(excess, further)]
@@ -494,98 +476,14 @@ class QlcDecoder(_QlcBlock):
             load = stage_load
         m.d.comb += queue.take.eq(queue.head_ready & load)
 
-        # -- the window: Q word slots, slot 0 the oldest ------------------------------------
-        # A slot never written yet jumps by the shortest codes, so the loop only ever
-        # moves forward, even through a frame's end into slots of no frame.
-        idle = {"targets": [position + _MIN_CODE_LENGTH * M for position in range(W)]}
-        slots = [Signal(slot_layout, name=f"slot{index}", init=idle) for index in range(Q)]
-
-        # The first slot that ends a frame, and where the frame's bits end.
-        end_known, end_slot, end_pos, end_fault = frame_end(m, slots, W, pos_width)
-
-        # -- the loop: the bit position where the next group starts -------------------------
-        start = Signal(pos_width)
-        past_end = Signal()          # the position went past a frame end in slot 0
-        passed = Signal()            # ... or past one elsewhere (a cycle late)
-        skip = Signal(range(Q))      # slots of an ended frame still to drop
-        advance = Signal()           # every stage after the loop moves
-        m.d.comb += advance.eq(~self.o.valid | self.o.ready)
-
-        # The slots the group touches (bits start .. start + span - 1) hold their words,
-        # or the frame ends before the first that does not.
-        ready = Signal()
-        m.d.comb += ready.eq(window_ready(slots, start, span, W))
-
-        def target(position):
-            slot, offset = divmod(position, W)
-            return slot * W + slots[slot].targets[offset]
-
-        jumps = [start]                              # where each jump of the group starts
-        low, high = 0, last_start
-        for index in range(S):
-            # (indexed by the position itself, from 0, so that no subtraction comes first)
-            candidates = [None] * low + [target(position) for position in range(low, high + 1)]
-            jumps.append(_pick(m, candidates, jumps[-1], pos_width, f"jump{index + 1}"))
-            low += _MIN_CODE_LENGTH * M
-            high += MAX_CODE_LENGTH * M
-        group_end = jumps[-1]
-        crosses = Signal()
-        m.d.comb += crosses.eq(group_end >= W)
-
-        # What the loop does this cycle, one of: drop a slot of an ended frame (skip); end
-        # the frame (done: tell the pipeline, go to the next frame); run a group (step);
-        # note that the position is past a frame end in slot 0; drop slot 0 (slide) when
-        # the position is beyond it and too far on for a group.
-        skipping = Signal()
-        at_end = Signal()
-        in_reach = Signal()
-        done = Signal()
-        step = Signal()
-        slide = Signal()
-        shift = Signal()             # drop slot 0
-        m.d.comb += [
-            skipping.eq(skip != 0),
-            at_end.eq(~skipping & (past_end | passed)),
-            in_reach.eq(~skipping & ~at_end & (start <= last_start)),
-            done.eq(at_end & advance),
-            step.eq(in_reach & advance & ready),
-            slide.eq(~skipping & ~at_end & ~in_reach & ~slots[0].end),
-            shift.eq(skipping | done | (step & crosses & ~slots[0].end) | slide),
-        ]
-        # Whether the position passed the frame's end is worked out a cycle late, off the
-        # loop's path: one more group may run past it, and the pipeline drops its beat,
-        # as the frame's last beat has gone. (Not across a jump to the next frame.)
-        m.d.sync += passed.eq(end_known & (start >= end_pos + end_fault) & ~done & ~skipping)
-        with m.If(skipping):
-            m.d.sync += skip.eq(skip - 1)
-        with m.If(done):
-            m.d.sync += [skip.eq(end_slot), past_end.eq(0), start.eq(0)]
-        with m.If(step):
-            m.d.sync += [start.eq(Mux(crosses, group_end - W, group_end)),
-                         past_end.eq(crosses & slots[0].end)]
-        with m.If(~skipping & ~at_end & ~in_reach & slots[0].end):
-            m.d.sync += past_end.eq(1)
-        with m.If(slide):
-            m.d.sync += start.eq(start - W)
-
-        # Window update. ``shift`` is late, so it only enables registers: a slot loads the
-        # slot above if that holds a word, else the prepared word.
-        occupied = Signal(range(Q + 1))
-        m.d.comb += [occupied.eq(sum(slot.valid for slot in slots)),
-                     take.eq(prepared.valid & (~slots[Q - 1].valid | shift))]
-        for index in range(Q):
-            loads = take & (occupied - shift == index)
-            if index == Q - 1:
-                with m.If(loads):
-                    m.d.sync += slots[index].eq(prepared)
-                with m.Elif(shift):
-                    m.d.sync += slots[index].valid.eq(0)
-            else:
-                above = slots[index + 1]
-                with m.If(loads | shift):
-                    m.d.sync += slots[index].eq(Mux(above.valid, above, prepared))
-                    with m.If(~above.valid & ~loads):
-                        m.d.sync += slots[index].valid.eq(0)
+        # -- the window and the loop (:func:`~.window.jump_loop`) ---------------------------
+        loop = jump_loop(m, prepared=prepared, take=take, output=self.o, word_width=W,
+                         depth=Q, groups=S, jump=M, min_length=_MIN_CODE_LENGTH,
+                         max_length=MAX_CODE_LENGTH, last_start=last_start, span=span,
+                         pos_width=pos_width)
+        slots, jumps, group_end, step, done, advance = (
+            loop.slots, loop.jumps, loop.group_end, loop.step, loop.done, loop.advance)
+        end_known, end_pos, end_fault = loop.end_known, loop.end_pos, loop.end_fault
 
         # -- after the loop: one pipeline, every stage moves on ``advance`` ------------------
         def stage(name, value):

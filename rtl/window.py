@@ -5,15 +5,22 @@ a struct with at least ``valid``, ``end`` (the frame's last word), ``fault`` and
 (:func:`~.bitpack.word_entry_layout`). Around their loop they find the frame's end in
 the window (:func:`frame_end`), wait until a group's words are in (:func:`window_ready`),
 cut a beat at the first lane that is not good (:func:`beat_run`) and drop the groups
-that run on past an early frame end (:func:`drop_after_last`).
+that run on past an early frame end (:func:`drop_after_last`). Their loop itself, the
+window with it, is one: :func:`jump_loop` (each decoder brings the jump targets of its
+code), with :func:`pick`, the named mux both build their targets with.
 
 Combinational logic here is plain expressions, never under ``m.If``: an event-driven
 simulator then evaluates it at time 0 too, and no X lingers in it.
 """
 
-from amaranth.hdl import Const, Mux, Signal
+from typing import NamedTuple
 
-__all__ = ["frame_end", "window_ready", "beat_run", "drop_after_last"]
+from amaranth.hdl import Const, Mux, Signal, Value
+
+from .bitpack import mux_tree
+
+__all__ = ["frame_end", "window_ready", "beat_run", "drop_after_last", "JumpLoop",
+           "jump_loop", "pick", "window_geometry"]
 
 
 def frame_end(m, slots, word_width, pos_width):
@@ -71,3 +78,160 @@ def drop_after_last(m, advance, valid, done, last):
         with m.Elif(~dropping & last):
             m.d.sync += dropping.eq(1)
     return dropping
+
+
+class JumpLoop(NamedTuple):
+    """What :func:`jump_loop` gives its decoder: the window's ``slots`` (slot 0 the
+    oldest), where the frame ends in them (``end_known``, ``end_slot``, ``end_pos``,
+    ``end_fault``, as :func:`frame_end`), where each jump of this cycle's group starts
+    (``jumps``; the last, ``group_end``, is where the group ends), whether the loop runs a
+    group (``step``) or ends the frame (``done``) this cycle, and whether the stages after
+    the loop move (``advance``)."""
+    slots: list
+    end_known: Value
+    end_slot: Value
+    end_pos: Value
+    end_fault: Value
+    jumps: list
+    group_end: Value
+    step: Value
+    done: Value
+    advance: Value
+
+
+def jump_loop(m, *, prepared, take, output, word_width, depth, groups, jump, min_length,
+              max_length, last_start, span, pos_width):
+    """The window of ``depth`` word slots and the decoders' loop, whose one recurrence is
+    the bit position where the next group of codes starts: ``groups`` jumps a cycle, each
+    a mux of the slots' precomputed ``targets`` (where the code ``jump`` codes on starts,
+    relative to its word's first bit, for codes of ``min_length`` to ``max_length``
+    bits), no adder, no comparison, no shift.
+
+    ``prepared`` is the next word (a slot: ``valid``, ``end``, ``fault``, ``bits``,
+    ``data``, ``targets``); ``take``, a signal this drives, says the window takes it;
+    ``output`` is the decoder's output stream: the stages after the loop move
+    (``advance``) when its register is free. A group starts at window bits
+    ``0 .. last_start`` and takes ``span`` bits at most. Returns a :class:`JumpLoop`."""
+    W, Q, S, M = word_width, depth, groups, jump
+    slot_layout = prepared.shape()
+    # A slot never written yet jumps by the shortest codes, so the loop only ever
+    # moves forward, even through a frame's end into slots of no frame.
+    idle = {"targets": [position + min_length * M for position in range(W)]}
+    slots = [Signal(slot_layout, name=f"slot{index}", init=idle) for index in range(Q)]
+
+    # The first slot that ends a frame, and where the frame's bits end.
+    end_known, end_slot, end_pos, end_fault = frame_end(m, slots, W, pos_width)
+
+    # -- the loop: the bit position where the next group starts -------------------------
+    start = Signal(pos_width)
+    past_end = Signal()          # the position went past a frame end in slot 0
+    passed = Signal()            # ... or past one elsewhere (a cycle late)
+    skip = Signal(range(Q))      # slots of an ended frame still to drop
+    advance = Signal()           # every stage after the loop moves
+    m.d.comb += advance.eq(~output.valid | output.ready)
+
+    # The slots the group touches (bits start .. start + span - 1) hold their words,
+    # or the frame ends before the first that does not.
+    ready = Signal()
+    m.d.comb += ready.eq(window_ready(slots, start, span, W))
+
+    def target(position):
+        slot, offset = divmod(position, W)
+        return slot * W + slots[slot].targets[offset]
+
+    jumps = [start]                              # where each jump of the group starts
+    low, high = 0, last_start
+    for index in range(S):
+        # (indexed by the position itself, from 0, so that no subtraction comes first)
+        candidates = [None] * low + [target(position) for position in range(low, high + 1)]
+        jumps.append(pick(m, candidates, jumps[-1], pos_width, f"jump{index + 1}"))
+        low += min_length * M
+        high += max_length * M
+    group_end = jumps[-1]
+    crosses = Signal()
+    m.d.comb += crosses.eq(group_end >= W)
+
+    # What the loop does this cycle, one of: drop a slot of an ended frame (skip); end
+    # the frame (done: tell the pipeline, go to the next frame); run a group (step);
+    # note that the position is past a frame end in slot 0; drop slot 0 (slide) when
+    # the position is beyond it and too far on for a group.
+    skipping = Signal()
+    at_end = Signal()
+    in_reach = Signal()
+    done = Signal()
+    step = Signal()
+    slide = Signal()
+    shift = Signal()             # drop slot 0
+    m.d.comb += [
+        skipping.eq(skip != 0),
+        at_end.eq(~skipping & (past_end | passed)),
+        in_reach.eq(~skipping & ~at_end & (start <= last_start)),
+        done.eq(at_end & advance),
+        step.eq(in_reach & advance & ready),
+        slide.eq(~skipping & ~at_end & ~in_reach & ~slots[0].end),
+        shift.eq(skipping | done | (step & crosses & ~slots[0].end) | slide),
+    ]
+    # Whether the position passed the frame's end is worked out a cycle late, off the
+    # loop's path: one more group may run past it, and the pipeline drops its beat,
+    # as the frame's last beat has gone. (Not across a jump to the next frame.)
+    m.d.sync += passed.eq(end_known & (start >= end_pos + end_fault) & ~done & ~skipping)
+    with m.If(skipping):
+        m.d.sync += skip.eq(skip - 1)
+    with m.If(done):
+        m.d.sync += [skip.eq(end_slot), past_end.eq(0), start.eq(0)]
+    with m.If(step):
+        m.d.sync += [start.eq(Mux(crosses, group_end - W, group_end)),
+                     past_end.eq(crosses & slots[0].end)]
+    with m.If(~skipping & ~at_end & ~in_reach & slots[0].end):
+        m.d.sync += past_end.eq(1)
+    with m.If(slide):
+        m.d.sync += start.eq(start - W)
+
+    # Window update. ``shift`` is late, so it only enables registers: a slot loads the
+    # slot above if that holds a word, else the prepared word.
+    occupied = Signal(range(Q + 1))
+    m.d.comb += [occupied.eq(sum(slot.valid for slot in slots)),
+                 take.eq(prepared.valid & (~slots[Q - 1].valid | shift))]
+    for index in range(Q):
+        arrives = take & (occupied - shift == index)
+        if index == Q - 1:
+            with m.If(arrives):
+                m.d.sync += slots[index].eq(prepared)
+            with m.Elif(shift):
+                m.d.sync += slots[index].valid.eq(0)
+        else:
+            above = slots[index + 1]
+            with m.If(arrives | shift):
+                m.d.sync += slots[index].eq(Mux(above.valid, above, prepared))
+                with m.If(~above.valid & ~arrives):
+                    m.d.sync += slots[index].valid.eq(0)
+
+
+    return JumpLoop(slots, end_known, end_slot, end_pos, end_fault, jumps, group_end, step,
+                    done, advance)
+
+
+def pick(m, candidates, index, width, name):
+    """``candidates[index]`` as a ``width``-bit mux tree (:func:`~.bitpack.mux_tree`) on
+    the low bits of ``index``, in a signal named ``name``; ``None`` candidates, and any
+    past the list, are 0. Where it matters ``index`` is in range; elsewhere (a loop that
+    does not step) it gives 0, never X."""
+    picked = Signal(width, name=name)
+    m.d.comb += picked.eq(mux_tree(
+        [None if candidate is None else Value.cast(candidate)[:width]
+         for candidate in candidates], index, width))
+    return picked
+
+
+def window_geometry(word_width, lanes, jump, max_length):
+    """The shape of a decoder's window for codes of ``max_length`` bits at most, ``lanes``
+    codes a cycle in jumps of ``jump`` codes: ``(W, N, M, S, span, last_start, slots)``,
+    the word width, lanes, the jump, jumps a cycle, the most bits a group takes, the last
+    window bit a group may start at and the window words a group can touch."""
+    W, N, M = word_width, lanes, jump
+    span = max_length * N                       # most bits a group of codes takes
+    # A group may start at 0..last_start of the window; the loop drops one word a cycle
+    # at most, so groups that take more than a word need some slack.
+    last_start = W - 1 + (0 if span <= W else 8)
+    slots = -(-(last_start + span) // W)        # window words a group can touch
+    return W, N, M, N // M, span, last_start, slots
