@@ -147,16 +147,14 @@ def _byte_enables(position, size, link_bytes):
 
 
 def _above_constant(value, constant):
-    """``value > constant`` as and/or terms of ``value``'s bits, MSB first (a carry chain
-    for each of many such compares costs more than the LUTs)."""
-    result = Const(0, 1)
-    for bit in range(len(value)):                 # from the LSB up
-        if (constant >> bit) & 1:
-            result = value[bit] & result
-        else:
-            result = value[bit] | result
+    """``value > constant`` as and/or terms of ``value``'s bits (a carry chain for each of
+    many such compares costs more than the LUTs): from the LSB up, the bits so far are
+    above the constant's if this bit is above its bit, or equal and the lower ones above."""
     if constant >> len(value):
         return Const(0, 1)
+    result = Const(0, 1)
+    for bit in range(len(value)):
+        result = value[bit] & result if constant >> bit & 1 else value[bit] | result
     return result
 
 
@@ -413,9 +411,10 @@ class LinkTx(_LinkBlock):
     encoder's latency, the chunk's head queue and write register (3 cycles), the flit's
     finish (1) and the link side's pipeline and output queue (6); ``linkcodec sim link``
     measures it. Backpressure on ``o`` fills the output queue and holds the link side;
-    each stream then fills its two flits and its chunk queue, and its ``i.ready`` falls. ``i.ready`` depends on ``i.payload`` (a cut takes a
-    cycle) but never on ``o.ready``. Every byte is a valid symbol. Reset clears every
-    queue and flit in flight; the tables (set at elaboration) stay.
+    each stream then fills its two flits and its chunk queue, and its ``i.ready`` falls.
+    ``i.ready`` depends on ``i.payload`` (a cut takes a cycle) but never on ``o.ready``.
+    Every byte is a valid symbol. Reset clears every queue and flit in flight; the tables
+    (set at elaboration) stay.
     """
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
