@@ -17,12 +17,13 @@ Each stream of :class:`LinkTx`:
    choice is known;
 3. coded chunks go through the codec's encoder (one chunk, one encoder frame); raw ones
    go round it;
-4. the body is written into a flit buffer of two flits (distributed RAM, ``link_bytes``
-   wide), and the header once the chunk ends; a full flit waits for the link.
+4. the body is written into a flit buffer of two flits (distributed RAM, rows of
+   ``LINK_PIECE_BYTES``, or of ``link_bytes`` if fewer), and the header once the chunk
+   ends; a full flit waits for the link.
 
-The link side takes the streams' full flits round robin, a flit at a time, and sends
-each as ``flit_bytes / link_bytes`` words, the header in front, every bit past the
-header's ``bits`` zero (the CRC field included: reserved).
+The link side takes the streams' full flits round robin, a flit at a time and a row a
+cycle, and sends each as ``flit_bytes / link_bytes`` words, the header in front, every
+bit past the header's ``bits`` zero (the CRC field included: reserved).
 
 Each stream of :class:`LinkRx` has a flit buffer of two flits; a raw flit is read out a
 symbol a cycle, a coded one is fed to the codec's decoder a word a cycle, and the
@@ -63,6 +64,11 @@ CHUNK_QUEUE_DEPTH = 512
 #: Streams whose rows LinkTx's link side first selects among into a register of their
 #: own (then among the groups).
 LINK_GROUP = 4
+#: Bytes a row of LinkTx's per-stream flit buffers holds, and that its link side moves a
+#: cycle (at most; the link word if narrower). A row a link word wide (64 bytes) made 16
+#: streams' rows converge on the link word, and the design did not route; 16 streams of
+#: 1-lane QLC need about 15 bytes a cycle.
+LINK_PIECE_BYTES = 16
 #: Link words LinkTx's output queue holds: enough for its link side's pipeline to issue
 #: a word a cycle while ``o`` takes one.
 LINK_OUT_DEPTH = 8
@@ -116,6 +122,9 @@ class _Params:
         self.tables = link_tables(codec, tables)
         self.rows = flit_bytes // link_bytes            # link words a flit
         self.row_bits = 8 * link_bytes
+        self.piece_bytes = min(link_bytes, LINK_PIECE_BYTES)
+        self.pieces = flit_bytes // self.piece_bytes    # LinkTx's buffer rows a flit
+        self.piece_bits = 8 * self.piece_bytes
 
 
 def _checked(component, **params):
@@ -186,8 +195,8 @@ class _TxStream(wiring.Component):
             "i": In(stream.Signature(symbol_layout(1))),
             "flit_valid": Out(1),
             "flit_taken": In(1),
-            "row": In(range(params.rows)),
-            "row_data": Out(params.row_bits),
+            "row": In(range(params.pieces)),
+            "row_data": Out(params.piece_bits),
             "header": Out(32),
             "end": Out(range(params.flit_bytes + 1)),
         })
@@ -289,8 +298,8 @@ class _TxStream(wiring.Component):
                 m.d.sync += reading.eq(0)
 
         # -- 4. the flit buffer: two flits of rows, each byte at its flit position ---------
-        rows, link_bytes = p.rows, p.link_bytes
-        m.submodules.flits = flits = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
+        rows, piece_bytes = p.pieces, p.piece_bytes
+        m.submodules.flits = flits = Memory(shape=unsigned(p.piece_bits), depth=2 * rows,
                                             init=[])
         write = flits.write_port(granularity=8)
         # Writes go through a register (address, a 16-bit word, a byte enable a column),
@@ -299,9 +308,9 @@ class _TxStream(wiring.Component):
         # (the flit is full only after the cycle that finishes it).
         write_addr = Signal.like(write.addr)
         write_word = Signal(16)
-        write_en = Signal(link_bytes)
+        write_en = Signal(piece_bytes)
         m.d.comb += [write.addr.eq(write_addr),
-                     write.data.eq(Cat(*[write_word] * (link_bytes // 2))),
+                     write.data.eq(Cat(*[write_word] * (piece_bytes // 2))),
                      write.en.eq(write_en)]
         m.d.sync += write_en.eq(0)
         read = flits.read_port()          # registered: a row a cycle after its address
@@ -315,7 +324,7 @@ class _TxStream(wiring.Component):
         writing_raw = Signal()
         finishing = Signal()
         word = encoder.o.payload
-        row_of = slot * rows + position // link_bytes
+        row_of = slot * rows + position // piece_bytes
         with m.If(~writing):
             with m.If(body_modes.r_rdy & ~full.bit_select(slot, 1)):
                 m.d.comb += body_modes.r_en.eq(1)
@@ -339,7 +348,7 @@ class _TxStream(wiring.Component):
                 with m.If(head.has):
                     m.d.sync += [write_addr.eq(row_of),
                                  write_word.eq(Cat(head.symbol, head.symbol)),
-                                 write_en.eq(_byte_enables(position, 1, link_bytes))]
+                                 write_en.eq(_byte_enables(position, 1, piece_bytes))]
                     m.d.sync += position.eq(position + 1)
                 with m.If(head.end):
                     m.d.sync += finishing.eq(1)
@@ -349,7 +358,7 @@ class _TxStream(wiring.Component):
             m.d.comb += encoder.o.ready.eq(1)
             with m.If(encoder.o.valid):
                 m.d.sync += [write_addr.eq(row_of), write_word.eq(word.data),
-                             write_en.eq(_byte_enables(position, 2, link_bytes))]
+                             write_en.eq(_byte_enables(position, 2, piece_bytes))]
                 m.d.sync += position.eq(position + 2)
                 with m.If(word.last):
                     m.d.sync += finishing.eq(1)
@@ -404,13 +413,17 @@ class LinkTx(_LinkBlock):
     (the flit's first byte in the top bits), ``bits`` (always the full word) and
     ``last`` on a flit's final word).
 
-    Throughput: a symbol a cycle a stream while the coded flits leave the link room (a
-    flit takes ``flit_bytes / link_bytes + 1`` link cycles); the cutter spends one more
-    cycle a flit. Latency: a flit leaves once it is full (or its frame ended), so a
-    symbol waits for the rest of its flit: about a flit's worth of symbols, plus the
-    encoder's latency, the chunk's head queue and write register (3 cycles), the flit's
-    finish (1) and the link side's pipeline and output queue (6); ``linkcodec sim link``
-    measures it. Backpressure on ``o`` fills the output queue and holds the link side;
+    Throughput: a symbol a cycle a stream while the flits leave the link side room: it
+    moves ``min(LINK_PIECE_BYTES, link_bytes)`` bytes (16) a cycle, flit after flit with
+    no idle cycle between, so ``o`` carries a word every ``link_bytes / 16`` cycles at
+    most (16 streams of QLC on real tensors need about 15 bytes a cycle; 16 streams of
+    incompressible bytes need 16 and their flits' overhead, and slow to about 94 %). The
+    cutter spends one more cycle a flit. Latency: a flit leaves once it is full (or its
+    frame ended), so a symbol waits for the rest of its flit: about a flit's worth of
+    symbols, plus the encoder's latency, the chunk's head queue and write register (3
+    cycles), the flit's finish (1), the flit's rows up to the symbol's word (up to
+    ``flit_bytes / 16``), and the link side's pipeline and output queue (6);
+    ``linkcodec sim link`` measures it. Backpressure on ``o`` fills the output queue and holds the link side;
     each stream then fills its two flits and its chunk queue, and its ``i.ready`` falls.
     ``i.ready`` depends on ``i.payload`` (a cut takes a cycle) but never on ``o.ready``.
     Every byte is a valid symbol. Reset clears every queue and flit in flight; the tables
@@ -436,18 +449,25 @@ class LinkTx(_LinkBlock):
             wiring.connect(m, wiring.flipped(getattr(self, f"i_s{index}")), unit.i)
             units.append(unit)
 
-        # The link side is a pipeline that never stalls, in front of an output queue
-        # whose free places it counts (a word is issued only with a place for it):
-        #   issue:   the round robin's stream and row; each stream registers that row's
-        #            read (so the row address and nothing else fans out to them);
-        #   gather:  each group of 4 streams' rows goes through a 4-way select into a
-        #            register of the group's;
-        #   select:  one group's row into a register;
-        #   shape:   the bytes before the flit's ``end`` kept (a row before the end row
-        #            keeps all, the end row those below the end's column), the header
-        #            put in front of the first row, the rest zero; into the queue.
-        link_bytes, rows = p.link_bytes, p.rows
-        column_bits = (link_bytes - 1).bit_length()
+        # The link side is a pipeline that never stalls, a piece (a buffer row of
+        # ``piece_bytes``) a cycle, in front of an output queue of link words whose free
+        # places it counts (a word's place is taken with its first piece):
+        #   issue:    the round robin's stream and piece; each stream registers that
+        #             row's read (so the row address and nothing else fans out to them);
+        #             the next stream is picked while the last piece of a flit issues,
+        #             so flits follow each other with no idle cycle;
+        #   gather:   each group of 4 streams' pieces goes through a 4-way select into a
+        #             register of the group's;
+        #   select:   one group's piece into a register;
+        #   shape:    the bytes before the flit's ``end`` kept (a piece before the end
+        #             piece keeps all, the end piece those below the end's column), the
+        #             header put in front of the first piece, the rest zero; the pieces
+        #             of a link word collect in a register, and the word goes into the
+        #             queue with its last piece.
+        link_bytes, rows = p.link_bytes, p.pieces
+        piece_bytes, piece_bits = p.piece_bytes, p.piece_bits
+        per_word = link_bytes // piece_bytes
+        column_bits = (piece_bytes - 1).bit_length()
         groups = [units[start:start + LINK_GROUP] for start in range(0, p.streams, LINK_GROUP)]
         group_bits = (LINK_GROUP - 1).bit_length()
 
@@ -455,9 +475,11 @@ class LinkTx(_LinkBlock):
                                                         depth=LINK_OUT_DEPTH)
         m.d.comb += [self.o.valid.eq(out_queue.r_rdy), self.o.payload.eq(out_queue.r_data),
                      out_queue.r_en.eq(self.o.ready)]
-        pending = Signal(range(LINK_OUT_DEPTH + 1))     # issued, not yet taken from `o`
-        issue = Signal()
-        m.d.sync += pending.eq(pending + issue - (self.o.valid & self.o.ready))
+        pending = Signal(range(LINK_OUT_DEPTH + 1))     # words issued, not yet taken
+        issue = Signal()                                # a piece goes in the pipeline
+        word_start = Signal()                           # ... the first of its word
+        m.d.sync += pending.eq(pending + (issue & word_start)
+                               - (self.o.valid & self.o.ready))
 
         current = Signal(range(max(2, p.streams)))
         sending = Signal()
@@ -469,65 +491,85 @@ class LinkTx(_LinkBlock):
         m.d.comb += [
             header.eq(mux_tree([unit.header for unit in units], current, 32)),
             end.eq(mux_tree([unit.end for unit in units], current, len(end))),
+            word_start.eq(row[:(per_word - 1).bit_length()] == 0 if per_word > 1 else 1),
         ]
         end_row, end_column = end >> column_bits, end[:column_bits]
 
+        # The next stream with a full flit after the current one: the lowest such stream
+        # above the current one, else the lowest of all (``x & -x`` isolates the lowest
+        # set bit). While a flit is sent, its stream is left out (its other slot's flit
+        # shows only once this one is taken).
+        waiting = Cat(*[unit.flit_valid for unit in units])
+        others = waiting & ~Mux(sending, (Const(1, p.streams + 1) << current)[:p.streams], 0)
+        above = others & ~((Const(2, p.streams + 1) << current) - 1)[:p.streams]
+        pool = Mux(above.any(), above, others)
+        lowest = (pool & -pool)[:p.streams]
+        following = Signal.like(current)
+        m.d.comb += following.eq(_index_of_one_hot(lowest))
+
         meta_layout = data.StructLayout({
             "valid": 1, "current": range(max(2, p.streams)), "first": 1, "last": 1,
-            "keep": link_bytes, "header": 32})
+            "final": 1, "keep": piece_bytes, "header": 32})
         meta = [Signal(meta_layout, name=f"meta{n}") for n in range(4)]
         with m.If(~sending):
-            # Pick the next stream with a full flit after the current one: the lowest
-            # such stream above the current one, else the lowest of all (``x & -x``
-            # isolates the lowest set bit).
-            waiting = Cat(*[unit.flit_valid for unit in units])
-            above = waiting & ~((Const(2, p.streams + 1) << current) - 1)[:p.streams]
-            pool = Mux(above.any(), above, waiting)
-            lowest = (pool & -pool)[:p.streams]
-            with m.If(waiting.any()):
-                m.d.sync += [current.eq(_index_of_one_hot(lowest)), sending.eq(1),
-                             row.eq(0)]
-        with m.Elif(pending < LINK_OUT_DEPTH):
+            with m.If(others.any()):
+                m.d.sync += [current.eq(following), sending.eq(1), row.eq(0)]
+        with m.Elif(~word_start | (pending < LINK_OUT_DEPTH)):
             m.d.comb += [
                 issue.eq(1),
                 meta[0].valid.eq(1), meta[0].current.eq(current),
                 meta[0].first.eq(row == 0), meta[0].last.eq(row == rows - 1),
+                meta[0].final.eq(row[:(per_word - 1).bit_length()] == per_word - 1
+                                 if per_word > 1 else 1),
                 meta[0].keep.eq(Cat(*[(row < end_row) | ((row == end_row)
                                       & _above_constant(end_column, column))
-                                      for column in range(link_bytes)])),
+                                      for column in range(piece_bytes)])),
                 meta[0].header.eq(header),
             ]
             m.d.sync += row.eq(row + 1)
             with m.If(row == rows - 1):
-                m.d.sync += sending.eq(0)
                 for index, unit in enumerate(units):
                     m.d.comb += unit.flit_taken.eq(current == index)
+                m.d.sync += row.eq(0)
+                with m.If(others.any()):
+                    m.d.sync += current.eq(following)
+                with m.Else():
+                    m.d.sync += sending.eq(0)
         m.d.sync += [later.eq(earlier) for earlier, later in zip(meta, meta[1:])]
 
-        gathered = [Signal(p.row_bits, name=f"gathered{index}")
+        gathered = [Signal(piece_bits, name=f"gathered{index}")
                     for index in range(len(groups))]
         for group, register in zip(groups, gathered):
             m.d.sync += register.eq(mux_tree([unit.row_data for unit in group],
-                                             meta[1].current, p.row_bits))
-        selected = Signal(p.row_bits)
+                                             meta[1].current, piece_bits))
+        selected = Signal(piece_bits)
         if len(gathered) == 1:
             m.d.sync += selected.eq(gathered[0])
         else:
             m.d.sync += selected.eq(mux_tree(gathered, meta[2].current >> group_bits,
-                                             p.row_bits))
+                                             piece_bits))
 
         shaped = meta[3]
         out = []
-        for column in range(link_bytes):
-            kept = Mux(shaped.keep[column], _byte_of_row(selected, column, link_bytes), 0)
+        for column in range(piece_bytes):
+            kept = Mux(shaped.keep[column], _byte_of_row(selected, column, piece_bytes), 0)
             if column < HEADER_BYTES:
                 kept = Mux(shaped.first,
                            shaped.header.word_select(HEADER_BYTES - 1 - column, 8), kept)
             out.append(kept)
+        piece = Cat(*reversed(out))
         word = Signal(self.o.payload.shape())
-        m.d.comb += [word.data.eq(Cat(*reversed(out))), word.bits.eq(p.row_bits),
-                     word.last.eq(shaped.last),
-                     out_queue.w_data.eq(word), out_queue.w_en.eq(shaped.valid)]
+        if per_word > 1:
+            # The word's earlier pieces, the first in the top bits.
+            collected = Signal(piece_bits * (per_word - 1))
+            with m.If(shaped.valid):
+                m.d.sync += collected.eq(Cat(piece, collected)[:len(collected)])
+            m.d.comb += word.data.eq(Cat(piece, collected))
+        else:
+            m.d.comb += word.data.eq(piece)
+        m.d.comb += [word.bits.eq(p.row_bits), word.last.eq(shaped.last),
+                     out_queue.w_data.eq(word),
+                     out_queue.w_en.eq(shaped.valid & shaped.final)]
         return m
 
 
