@@ -249,12 +249,14 @@ def generate_link(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link
                   axi_stream=False, output):
     """Write ``kind``'s Verilog and lint waivers into ``output``; return both paths."""
     from .link_hardware import link_component, link_module_name
+    from .rtl.axi import AxiStreamWrapper
 
-    if axi_stream:
-        raise ValueError("--axi-stream does not take the link's blocks yet: their streams "
-                         "are i_s<k>/o_s<k> and o/i, see docs/link.md")
     component = link_component(kind, codec=codec, streams=streams, lanes=lanes,
                                flit_bytes=flit_bytes, link_bytes=link_bytes)
     module = link_module_name(kind, codec=codec, streams=streams, lanes=lanes,
                               flit_bytes=flit_bytes, link_bytes=link_bytes)
+    if axi_stream:
+        # The link's blocks have no config port: their tables are set at elaboration.
+        component = AxiStreamWrapper(component)
+        module += "_axis"
     return write_verilog(component, module, output)

@@ -171,5 +171,14 @@ def test_generate_link_lints_clean(kind, tmp_path, capsys):
                                                str(tmp_path / f"{module}.vlt")]
     result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
     assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
-    assert main(["generate", kind, "--axi-stream", "-o", str(tmp_path)]) == 2
-    assert "--axi-stream does not take the link's blocks" in capsys.readouterr().err
+    assert main(["generate", kind, "--axi-stream", "--streams", "2", "-o",
+                 str(tmp_path)]) == 0
+    module = f"linkcodec_{kind.replace('-', '_')}_qlc_s2_l1_axis"
+    assert capsys.readouterr().out.split() == [str(tmp_path / f"{module}.v"),
+                                               str(tmp_path / f"{module}.vlt")]
+    result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
+    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
+    text = (tmp_path / f"{module}.v").read_text()
+    ports = ["s_axis_s1_tdata", "m_axis_tdata"] if kind == "link-tx" else [
+        "s_axis_tdata", "m_axis_s1_tuser"]
+    assert all(f" {port}" in text for port in ["aclk", "aresetn", *ports])
