@@ -31,8 +31,8 @@ import textwrap
 from pathlib import Path
 
 from amaranth.back import rtlil
-from amaranth.hdl import ClockDomain, Elaboratable, Fragment, Module, Mux, Signal, Value
-from amaranth.hdl import Assert, Assume, Cover
+from amaranth.hdl import (Assert, Assume, ClockDomain, Cover, Elaboratable, Fragment,
+                          Module, Mux, Signal, Value)
 from amaranth.lib import wiring
 
 from ..rtl.bitpack import frame_order
@@ -70,7 +70,7 @@ def tool_directory(directory):
         wrapper.chmod(0o755)
     # The first run of a YoWASP tool compiles it and says so, which the solver's caller
     # would take for an answer: compile it here, once.
-    subprocess.run([str(directory / "boolector"), "--version"], capture_output=True)
+    subprocess.run([str(directory / "boolector"), "--version"], capture_output=True, check=False)
     return directory
 
 
@@ -91,7 +91,7 @@ class FormalResult:
         return f"FormalResult({self.status}, {self.directory})"
 
 
-def run_sby(harness, directory, *, depth, cover_depth=None, timeout=120, nice=10):
+def run_sby(harness, directory, *, depth, cover_depth=None, timeout=600, nice=10):
     """Prove ``harness`` (one with a ``free`` list of its free inputs) by BMC to ``depth``
     cycles and, with ``cover_depth``, reach every :class:`~amaranth.hdl.Cover` within
     that many; ``sby`` runs under ``nice`` and is stopped after ``timeout`` seconds.
