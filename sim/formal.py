@@ -38,7 +38,8 @@ from amaranth.lib import wiring
 from ..rtl.bitpack import frame_order
 
 __all__ = ["TOOLS", "FormalResult", "tool_directory", "run_sby", "stream_ports",
-           "StreamRules", "ReadyMiter", "FrameLiveness", "PackerOrder", "QueueOrder"]
+           "StreamRules", "ReadyMiter", "FrameLiveness", "WordFaults", "PackerOrder",
+           "QueueOrder"]
 
 #: The programs ``sby`` runs, and the PyPI console script that is each of them.
 TOOLS = {
@@ -385,6 +386,60 @@ class FrameLiveness(_Harness):
         return m
 
 
+class WordFaults(_Harness):
+    """A decoder's frame ends without ``error`` only after its whole input frame was
+    taken and only if no word of it had a word fault (``docs/bitstream.md``, "Faults in
+    words": a non-final word whose ``bits`` is not the word width, or a word whose
+    ``bits`` exceeds it), for any frame number ``n`` (free, held constant) of the words
+    on ``i``. Covers: a frame that ends without error."""
+
+    def __init__(self, block, *, config_ports=(), count_width=4):
+        super().__init__()
+        self.block = block
+        self.config_ports = tuple(config_ports)
+        self.count_width = count_width
+
+    def elaborate(self, platform):
+        m = Module()
+        self._domain(m)
+        m.submodules.block = block = self.block
+        inputs, outputs = stream_ports(block, self.config_ports)
+        for name in self.config_ports:
+            self._quiet(m, getattr(block, name))
+        transfers = {name: self._drive_input(m, getattr(block, name), name)
+                     for name in inputs}
+        number = self._free(m, self.count_width, "number")
+        started = Signal()
+        held = Signal.like(number)
+        m.d.sync += started.eq(1)
+        with m.If(~started):
+            m.d.sync += held.eq(number)
+        with m.Else():
+            m.d.comb += Assume(number == held)
+
+        word = block.i.payload
+        width = len(word.data)
+        fault = (word.bits > width) | (~word.last & (word.bits != width))
+        in_frame = _count(m, transfers["i"] & word.last, self.count_width, "in_frame")
+        faulty, ended = Signal(), Signal()
+        with m.If(transfers["i"] & (in_frame == number)):
+            with m.If(fault):
+                m.d.sync += faulty.eq(1)
+            with m.If(word.last):
+                m.d.sync += ended.eq(1)
+
+        beat = block.o.payload
+        sent = self._output_rules(m, block.o, "o")
+        out_frame = _count(m, sent & beat.last, self.count_width, "out_frame")
+        with m.If(sent & beat.last & (out_frame == number) & ~beat.error):
+            m.d.comb += [
+                Assert(ended, "a frame ended without error before its last word came in"),
+                Assert(~faulty, "a frame with a word fault ended without error"),
+            ]
+        m.d.comb += Cover(sent & beat.last & ~beat.error & (out_frame == 1))
+        return m
+
+
 class PackerOrder(_Harness):
     """A :class:`~linkcodec.rtl.bitpack.BitPacker`'s bits out equal its bits in, in
     order: for any frame ``f`` and bit ``k`` (free, held constant), bit ``k`` of output
@@ -393,7 +448,7 @@ class PackerOrder(_Harness):
     a frame's last word is zero. Inputs: chunks of at most ``chunk_width`` bits, zero past
     their length (the packer's contract)."""
 
-    def __init__(self, packer, *, count_width=3):
+    def __init__(self, packer, *, count_width=4):
         super().__init__()
         self.packer = packer
         self.count_width = count_width

@@ -17,11 +17,13 @@ from amaranth.lib import wiring
 from linkcodec.rtl.bitpack import BitPacker, WordQueue
 from linkcodec.sim.blocks import BLOCKS
 from linkcodec.sim.formal import (FrameLiveness, PackerOrder, QueueOrder, ReadyMiter,
-                                  StreamRules, run_sby, stream_ports)
+                                  StreamRules, WordFaults, run_sby, stream_ports)
 
 #: The registered blocks when this file was collected (a test's made-up block, registered
 #: later, is not among them).
 NAMES = tuple(BLOCKS)
+#: The decoders among them: words in on ``i``, beats with ``error`` out on ``o``.
+DECODERS = tuple(name for name in NAMES if name.endswith("-decoder"))
 
 
 def smallest(name):
@@ -148,15 +150,36 @@ def test_frame_end_bound_holds_deeper(name, tmp_path):
     check(frame_end_check(name, tmp_path, cycles=DEEP_FRAME_CYCLES))
 
 
+#: BMC depth of the word-fault check: past the decoder's latency, cycles for a frame
+#: of a few words to end (the QLC decoder's cover needs 9); 12 for the exponent decoder,
+#: whose two streams of free 64-bit words double its time each cycle past that.
+FAULT_DEPTH = {"qlc-decoder": 14, "huffman-decoder": 14, "exponent-decoder": 12}
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_word_faults_end_in_error(name, tmp_path):
+    """A decoder ends a frame without ``error`` only after the frame's last word, and
+    never a frame with a word fault in it."""
+    description, make = smallest(name)
+    check(run_sby(WordFaults(make(), config_ports=description.config_ports), tmp_path,
+                  depth=FAULT_DEPTH[name], cover_depth=FAULT_DEPTH[name]))
+
+
+#: BMC depths of the bit packer (4-bit chunks, 8-bit words, latency 2: each cycle past
+#: 8 doubles its time) and of the word queue (8-bit words).
+PACKER_DEPTH, QUEUE_DEPTH = 8, 12
+
+
 def test_bit_packer_order(tmp_path):
     """The bit packer's bits out are its bits in, in order, frame by frame; padding is 0."""
     check(run_sby(PackerOrder(BitPacker(chunk_width=4, word_width=8)), tmp_path,
-                  depth=9, cover_depth=9))
+                  depth=PACKER_DEPTH, cover_depth=PACKER_DEPTH))
 
 
 def test_word_queue_order(tmp_path):
     """The word queue gives every kept word once, in order, with the faults applied."""
-    check(run_sby(QueueOrder(WordQueue(word_width=8)), tmp_path, depth=12, cover_depth=12))
+    check(run_sby(QueueOrder(WordQueue(word_width=8)), tmp_path, depth=QUEUE_DEPTH,
+                  cover_depth=QUEUE_DEPTH))
 
 
 # -- planted bugs: the proofs can fail ---------------------------------------------------
@@ -200,6 +223,21 @@ def changes_payload_while_stalled(m, inner, outer):
                  outer.payload.eq(inner.payload.as_value() ^ flip)]
 
 
+def clears_error(m, inner, outer):
+    """The error flag never goes out: a faulty frame ends as if it were good."""
+    m.d.comb += [outer.valid.eq(inner.valid), inner.ready.eq(outer.ready),
+                 outer.payload.eq(inner.payload), outer.payload.error.eq(0)]
+
+
+def test_planted_error_drop_fails(tmp_path):
+    """A decoder that drops its error flag fails the word-fault proof (QLC decoder)."""
+    description, make = smallest("qlc-decoder")
+    result = run_sby(WordFaults(Mutant(make(), clears_error),
+                                config_ports=description.config_ports),
+                     tmp_path, depth=FAULT_DEPTH["qlc-decoder"])
+    assert result.status == {"bmc": "FAIL"}, result.log[-4000:]
+
+
 @pytest.mark.parametrize("mutate", [drops_valid_while_stalled, changes_payload_while_stalled])
 def test_planted_bug_fails(mutate, tmp_path):
     """A block that breaks the output rules fails its proof (QLC encoder: the quickest)."""
@@ -239,12 +277,14 @@ def test_planted_ready_path_fails(tmp_path):
 
 # -- the docs say what is proven ----------------------------------------------------------
 
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "verification.md"
+
+
 def documented_rows():
     """``{block: row}`` of the table of docs/verification.md that has a ``block`` and a
     ``stream rules depth`` column (``row``: header to cell)."""
-    page = Path(__file__).resolve().parents[1] / "docs" / "verification.md"
     rows, header = {}, None
-    for line in page.read_text().splitlines():
+    for line in PAGE.read_text().splitlines():
         if not line.startswith("|"):
             header = None
             continue
@@ -259,6 +299,14 @@ def documented_rows():
 
 def test_the_docs_list_every_proof():
     """docs/verification.md lists every block with the depths and bounds proven here."""
+    text = PAGE.read_text()
+    quick = QUICK_DEPTH["huffman-decoder"], QUICK_DEPTH["exponent-decoder"]
+    faults = "BMC {qlc-decoder}, {exponent-decoder} for the exponent decoder".format_map(
+        FAULT_DEPTH)
+    for quoted in (faults, f"8-bit words), BMC {PACKER_DEPTH}",
+                   f"(8-bit words), BMC {QUEUE_DEPTH}", "proves them to {} and {}".format(*quick),
+                   f"over {DEEP_FRAME_CYCLES} cycles"):
+        assert quoted in text
     rows = documented_rows()
     assert set(rows) == set(NAMES)
     for name, row in rows.items():
