@@ -493,7 +493,6 @@ class LinkTx(_LinkBlock):
             end.eq(mux_tree([unit.end for unit in units], current, len(end))),
             word_start.eq(row[:(per_word - 1).bit_length()] == 0 if per_word > 1 else 1),
         ]
-        end_row, end_column = end >> column_bits, end[:column_bits]
 
         # The next stream with a full flit after the current one: the lowest such stream
         # above the current one, else the lowest of all (``x & -x`` isolates the lowest
@@ -509,7 +508,8 @@ class LinkTx(_LinkBlock):
 
         meta_layout = data.StructLayout({
             "valid": 1, "current": range(max(2, p.streams)), "first": 1, "last": 1,
-            "final": 1, "keep": piece_bytes, "header": 32})
+            "final": 1, "row": range(rows), "end": range(p.flit_bytes + 1),
+            "keep": piece_bytes, "header": 32})
         meta = [Signal(meta_layout, name=f"meta{n}") for n in range(4)]
         with m.If(~sending):
             with m.If(others.any()):
@@ -521,9 +521,7 @@ class LinkTx(_LinkBlock):
                 meta[0].first.eq(row == 0), meta[0].last.eq(row == rows - 1),
                 meta[0].final.eq(row[:(per_word - 1).bit_length()] == per_word - 1
                                  if per_word > 1 else 1),
-                meta[0].keep.eq(Cat(*[(row < end_row) | ((row == end_row)
-                                      & _above_constant(end_column, column))
-                                      for column in range(piece_bytes)])),
+                meta[0].row.eq(row), meta[0].end.eq(end),
                 meta[0].header.eq(header),
             ]
             m.d.sync += row.eq(row + 1)
@@ -536,6 +534,13 @@ class LinkTx(_LinkBlock):
                 with m.Else():
                     m.d.sync += sending.eq(0)
         m.d.sync += [later.eq(earlier) for earlier, later in zip(meta, meta[1:])]
+        # The bytes a piece keeps, from the registered row and end (the end's select
+        # and these compares in one cycle were the 16-stream critical path).
+        end_row, end_column = meta[1].end >> column_bits, meta[1].end[:column_bits]
+        m.d.sync += meta[2].keep.eq(Cat(*[
+            (meta[1].row < end_row) | ((meta[1].row == end_row)
+                                       & _above_constant(end_column, column))
+            for column in range(piece_bytes)]))
 
         gathered = [Signal(piece_bits, name=f"gathered{index}")
                     for index in range(len(groups))]
@@ -629,7 +634,12 @@ class _RxStream(wiring.Component):
         outstanding = Signal(range(6))
 
         reading = Signal()
-        position = Signal(12)                   # raw: symbols read; coded: words fed
+        # The flit byte of the next read, and the reads left (raw: symbols; coded:
+        # words), both set as the flit starts: no path from the header's fields to the
+        # done decision, which ends the flit (a compare behind the header's subtracts
+        # was the 16-stream receiver's critical path).
+        word_byte = Signal(13)
+        left = Signal(12)
         raw_out_valid = Signal()
         raw_out = Signal(symbol_layout(1, error=True))
         freed = Signal()
@@ -639,13 +649,10 @@ class _RxStream(wiring.Component):
         # (raw symbol n is flit byte 4 + n; the body starts on an even byte). The word in
         # hand keeps what it needs of its flit's header, so the slot can go at once.
         column_bits = (link_bytes - 1).bit_length()
-        word_byte = Signal(13)
-        m.d.comb += [
-            word_byte.eq(Mux(is_raw, HEADER_BYTES + position,
-                             HEADER_BYTES + 2 * position)),
-            read.addr.eq(out_slot * rows + (word_byte >> column_bits)),
-        ]
+        m.d.comb += read.addr.eq(out_slot * rows + (word_byte >> column_bits))
         words = Mux(h_bits == 0, 1, (h_bits + 15) >> 4)
+        # A coded flit's last word's bits: the bits past the last whole 16, or 16.
+        tail_bits = Mux(h_bits[:4] == 0, Mux(h_bits == 0, 0, 16), h_bits[:4])
         held = Signal()                          # a word in hand
         held_raw = Signal()
         held_empty = Signal()                    # an empty raw flit: no symbol
@@ -692,19 +699,22 @@ class _RxStream(wiring.Component):
             with m.If(full.bit_select(out_slot, 1)):
                 with m.If(is_raw):
                     with m.If(outstanding == 0):
-                        m.d.sync += [reading.eq(1), position.eq(0)]
+                        m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
+                                     left.eq(h_count)]
                 with m.Elif(decoding.w_rdy):
                     m.d.comb += [decoding.w_en.eq(1),
                                  decoding.w_data.eq(Cat(h_count, h_last))]
-                    m.d.sync += [reading.eq(1), position.eq(0)]
+                    m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
+                                 left.eq(words)]
         with m.Elif(advance):
-            done = Mux(is_raw, (h_count == 0) | (position == h_count - 1),
-                       position == words - 1)
-            m.d.sync += [held.eq(1), held_raw.eq(is_raw), held_empty.eq(is_raw & (h_count == 0)),
+            # (An empty raw flit starts with none left: it is done at once.)
+            done = left <= 1
+            m.d.sync += [held.eq(1), held_raw.eq(is_raw), held_empty.eq(is_raw & (left == 0)),
                          held_done.eq(done), held_last.eq(h_last),
-                         held_bits.eq(h_bits - (position << 4)),
+                         held_bits.eq(tail_bits),
                          held_select.eq(word_byte[:column_bits]),
-                         position.eq(position + 1)]
+                         word_byte.eq(word_byte + Mux(is_raw, 1, 2)),
+                         left.eq(left - 1)]
             m.d.comb += freed.eq(done)
         m.d.sync += self.slot_freed.eq(freed)
         with m.If(freed):

@@ -65,14 +65,20 @@ def _run(kind, case_ports, seed, tmp_path):
     return run_axi(verilog.read_text(), verilog.stem, case)
 
 
-def test_link_tx_flits_through_axi_names(seed, tmp_path):
+def _golden(kind, seed):
+    """``(frames, per_stream, ports)``: the frames dealt to the streams, each stream's
+    flits as the golden writer makes them with ``kind``'s tables, the wrapper's ports."""
     fmt = LinkFormat(CODEC, streams=STREAMS, flit_bytes=FLIT_BYTES)
     frames = _frames(np.random.default_rng(seed))
-    block = link_component("link-tx", codec=CODEC, streams=STREAMS, flit_bytes=FLIT_BYTES,
+    block = link_component(kind, codec=CODEC, streams=STREAMS, flit_bytes=FLIT_BYTES,
                            link_bytes=LINK_BYTES)
     block._MustUse__silence = True
     _, per_stream = golden_flits(fmt, frames, block.tables)
-    ports = _ports("link-tx")
+    return frames, per_stream, _ports(kind)
+
+
+def test_link_tx_flits_through_axi_names(seed, tmp_path):
+    frames, per_stream, ports = _golden("link-tx", seed)
     inputs = []
     for index in range(STREAMS):
         prefix, layout, _, byte_lanes = ports[f"i_s{index}"]
@@ -97,13 +103,7 @@ def test_link_tx_flits_through_axi_names(seed, tmp_path):
 
 
 def test_link_rx_symbols_through_axi_names(seed, tmp_path):
-    fmt = LinkFormat(CODEC, streams=STREAMS, flit_bytes=FLIT_BYTES)
-    frames = _frames(np.random.default_rng(seed))
-    block = link_component("link-rx", codec=CODEC, streams=STREAMS, flit_bytes=FLIT_BYTES,
-                           link_bytes=LINK_BYTES)
-    block._MustUse__silence = True
-    _, per_stream = golden_flits(fmt, frames, block.tables)
-    ports = _ports("link-rx")
+    frames, per_stream, ports = _golden("link-rx", seed)
     prefix, layout, _, byte_lanes = ports["i"]
     # The streams' flits interleaved, as a link would carry them.
     order = [flit for turn in itertools.zip_longest(*per_stream.values())
