@@ -41,9 +41,9 @@ def full_depth(block):
 
 
 #: Blocks whose stream rules `make test` proves to a smaller depth than
-#: :func:`full_depth`, which takes minutes on them (that depth is under the ``slow``
-#: marker): the Huffman decoder (latency 12: depth 26) and the exponent decoder (two
-#: input streams of free 64-bit words: each cycle past 14 doubles the time).
+#: :func:`full_depth`, which takes them several times as long (that depth is under the
+#: ``slow`` marker): the Huffman decoder (latency 12: depth 26) and the exponent decoder
+#: (two input streams of free 64-bit words).
 QUICK_DEPTH = {"huffman-decoder": 18, "exponent-decoder": 14}
 
 
