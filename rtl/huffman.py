@@ -50,7 +50,7 @@ from .bitpack import (BitPacker, WordQueue, bits_at, concatenation_tree, frame_o
 from .block import LanedBlock, decoder_signature, encoder_signature
 from .payload import check_lanes, config_write_layout
 from .table import ConfigRegisters, ConfigTable
-from .window import beat_run, drop_after_last, jump_loop, pick, window_geometry
+from .window import beat_end, jump_loop, pick, window_geometry
 
 __all__ = [
     "MAX_CODE_LENGTH", "MIN_DECODER_WORD_WIDTH", "SWITCH_ADDR", "LENGTH_BASE", "code_entry_layout",
@@ -936,19 +936,7 @@ class HuffmanDecoder(_HuffmanBlock):
 
         # The beat: symbols up to the first lane that is not good; the frame ends there,
         # with an error unless that lane is past the frame's end in a frame with no fault.
-        run, count, error = beat_run(lanes)
-        frame_over = ctrl["end_known"] & (ctrl["group_end"] >= ctrl["end_pos"])
-        # (``done`` with no beat sent yet: the frame was empty.)
-        beat_count = Signal(range(N + 1))
-        beat_last = Signal()
-        beat_error = Signal()
-        m.d.comb += [
-            beat_count.eq(Mux(ctrl["done"], 0, count)),
-            beat_last.eq(ctrl["done"] | ~run | (frame_over & ~ctrl["fault"])),
-            beat_error.eq(Mux(ctrl["done"], ctrl["fault"], ~run & (error | ctrl["fault"]))),
-        ]
-        # the frame's last beat has gone: drop the rest
-        dropping = drop_after_last(m, advance, ctrl["valid"], ctrl["done"], beat_last)
+        beat_count, beat_last, beat_error, dropping = beat_end(m, lanes, ctrl, advance)
         for lane, read in zip(lanes, table_reads):
             m.d.comb += [read.addr.eq(Cat((lane["code"] + lane["offset"])[:8], ctrl["bank"])),
                          read.en.eq(advance)]

@@ -19,7 +19,7 @@ from amaranth.hdl import Const, Mux, Signal, Value
 
 from .bitpack import mux_tree
 
-__all__ = ["frame_end", "window_ready", "beat_run", "drop_after_last", "JumpLoop",
+__all__ = ["frame_end", "window_ready", "beat_run", "drop_after_last", "beat_end", "JumpLoop",
            "jump_loop", "pick", "window_geometry"]
 
 
@@ -78,6 +78,28 @@ def drop_after_last(m, advance, valid, done, last):
         with m.Elif(~dropping & last):
             m.d.sync += dropping.eq(1)
     return dropping
+
+
+def beat_end(m, lanes, ctrl, advance):
+    """A decoder's beat after its loop: ``(count, last, error, dropping)``. The beat holds
+    the symbols up to the first lane that is not good (:func:`beat_run`); the frame ends
+    there, with an error unless that lane is past the frame's end in a frame with no
+    fault; ``ctrl`` holds the stage's ``end_known``, ``group_end``, ``end_pos``,
+    ``fault``, ``done`` (the loop ended the frame; with no beat sent yet, it was empty)
+    and ``valid``; ``dropping`` (:func:`drop_after_last`) drops the groups after the
+    frame's last beat."""
+    run, count, error = beat_run(lanes)
+    frame_over = ctrl["end_known"] & (ctrl["group_end"] >= ctrl["end_pos"])
+    beat_count = Signal(range(len(lanes) + 1))
+    beat_last = Signal()
+    beat_error = Signal()
+    m.d.comb += [
+        beat_count.eq(Mux(ctrl["done"], 0, count)),
+        beat_last.eq(ctrl["done"] | ~run | (frame_over & ~ctrl["fault"])),
+        beat_error.eq(Mux(ctrl["done"], ctrl["fault"], ~run & (error | ctrl["fault"]))),
+    ]
+    dropping = drop_after_last(m, advance, ctrl["valid"], ctrl["done"], beat_last)
+    return beat_count, beat_last, beat_error, dropping
 
 
 class JumpLoop(NamedTuple):
