@@ -43,6 +43,30 @@ def test_wire_limited_by_hand():
     assert answer["above_fmax"]
 
 
+def test_link_hardware_figures_replace_the_blocks_by_hand(monkeypatch):
+    """With a LINK_HARDWARE entry for (codec, lanes, flit bytes), a stream's rate, the
+    latency and Fmax are the link hardware's, and its measured latency already holds the
+    flit's fill: 0.5 symbols/cycle at 100 MHz on 2 streams code 100 Msymbols/s; 300
+    cycles at 10 ns and one 256-byte flit on 8 Gb/s (256 ns) are 3,256 ns."""
+    entry = linkmodel.LinkHardware(streams=2, symbols_per_cycle=0.5, latency_cycles=300,
+                                   fmax_mhz=80.0, luts=1000,
+                                   commands={"latency_cycles": "a", "fmax_mhz": "b"})
+    monkeypatch.setitem(linkmodel.LINK_HARDWARE, ("qlc", 1, 256), entry)
+    answer = _model(gbps=8, clock_mhz=100, link_bytes_per_symbol=0.5, streams=2,
+                    codec="qlc")
+    assert answer["codec_msymbols_per_s"] == pytest.approx(100)
+    assert answer["stream_fmax_mhz"] == 80.0 and answer["above_fmax"]
+    assert answer["latency"]["fill_cycles"] == 0
+    assert answer["latency"]["total_ns"] == pytest.approx(3256)
+    assert answer["hardware"]["luts"] == 1000
+    text = linkmodel.format_answer(answer)
+    assert "LinkTx to LinkRx 300 cycles" in text and "for the link hardware, 80 MHz" in text
+    # Another flit size has no entry: the blocks' figures and the fill estimate again.
+    other = _model(gbps=8, clock_mhz=100, link_bytes_per_symbol=0.5, streams=2,
+                   codec="qlc", flit_bytes=128)
+    assert other["hardware"] is None and other["latency"]["fill_cycles"] > 0
+
+
 def test_codec_limited_by_hand():
     """100 Gb/s at 0.8 bytes a symbol: 15,625 Msymbols/s on the wire; 3 streams of 0.5
     symbols/cycle at 100 MHz code 150 Msymbols/s, 1.2 Gb/s of raw data; 313 streams
