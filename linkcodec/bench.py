@@ -11,6 +11,9 @@ Sections:
 - ``--single-stage``: each tensor's step 3 coded with a codebook from its steps 0-2 (as
   codes, and as values cast at step 3's scale), and with one from the other layers,
   against per-shard Huffman;
+- ``--huffman-limits``: what limiting Huffman codes to 9..15 bits costs, per tensor class:
+  single-stage as ``--codecs`` measures Huffman (codebook from steps 0-2, step 3 coded),
+  at each limit, beside 24 bits (no limit that binds);
 - ``--data``: the bundled sample's steps and files, from its ``manifest.json`` and bytes;
 - ``--analyze``: ``linkcodec analyze`` on each (layer, kind) group of bundled tensors,
   whose 4 files are 4 consecutive training steps: the fixed codebook of each step comes
@@ -53,7 +56,8 @@ from .bundled import (DATA_DIR, KINDS, LAYERS, STEPS, bundled_files, bundled_sca
 from .tables import class_table, format_table, markdown_table
 
 __all__ = ["CODECS", "CONTRACT_PATTERNS", "PARTS", "RESULTS_PATH",
-           "add_arguments", "codec_classes", "codec_rows", "contract_rows", "hardware_rows",
+           "HUFFMAN_LIMITS", "add_arguments", "codec_classes", "codec_rows", "contract_rows",
+           "hardware_rows", "huffman_limit_rows", "render_huffman_limits",
            "replace_part", "run", "synthesis_rows", "write_results"]
 
 #: The results page: ``docs/results.md`` of the repository this package is installed from
@@ -72,6 +76,9 @@ def add_arguments(parser):
                         help="TACO reconstruction error and output entropy")
     parser.add_argument("--single-stage", dest="single_stage", action="store_true",
                         help="single-stage Huffman from earlier steps vs per-shard")
+    parser.add_argument("--huffman-limits", dest="huffman_limits", action="store_true",
+                        help="single-stage Huffman per tensor class at code length limits "
+                             "9..15 (and 24)")
     parser.add_argument("--data", action="store_true",
                         help="the bundled sample's steps and per-kind file summary")
     parser.add_argument("--analyze", action="store_true",
@@ -192,6 +199,65 @@ def single_stage_rows(kinds=KINDS):
                     _frame_bits(HuffmanCodebook.from_batches(others), late)),
             })
     return rows
+
+
+#: The code length limits :func:`huffman_limit_rows` measures: 9..15 bits (the hardware's
+#: range; 8 is the least that holds 256 codes), and 24 (``bitstream.MAX_CODE_LENGTH``,
+#: the golden model's widest), as the reference.
+HUFFMAN_LIMITS = (9, 10, 11, 12, 13, 14, 15, 24)
+
+
+def huffman_limit_rows(limits=HUFFMAN_LIMITS, kinds=KINDS):
+    """Per tensor class of ``kinds``: the compressibility (1 - bits/8) of single-stage
+    Huffman at each code length limit of ``limits``, measured as :func:`codec_rows`
+    measures ``huffman_single_stage``: each layer's step 3 coded with the codebook
+    ``HuffmanCodebook.from_batches`` builds from its steps 0-2 (at that ``max_length``),
+    the layers weighted by their symbols. Every frame is encoded and decoded back
+    (:func:`_frame_bits`). A row: ``kind``, ``symbols``, ``longest`` (the longest code of
+    any layer's codebook at the largest limit) and ``by_limit`` (limit -> compressibility),
+    then a row ``"all"`` of every class together."""
+    from .golden.formats import compressibility
+    from .golden.huffman import HuffmanCodebook
+
+    rows, total = [], {"kind": "all", "symbols": 0, "longest": 0,
+                       "bits": dict.fromkeys(limits, 0.0)}
+    for kind in kinds:
+        row = {"kind": kind, "symbols": 0, "longest": 0, "bits": dict.fromkeys(limits, 0.0)}
+        for layer in LAYERS:
+            steps = [np.load(path).reshape(-1)
+                     for path in bundled_files(kind, layers=[layer], steps=STEPS)]
+            late = steps[3]
+            for entry in (row, total):
+                entry["symbols"] += int(late.size)
+            for limit in limits:
+                book = HuffmanCodebook.from_batches(steps[:3], max_length=limit)
+                bits = _frame_bits(book, late) * late.size
+                for entry in (row, total):
+                    entry["bits"][limit] += bits
+                    if limit == max(limits):
+                        entry["longest"] = max(entry["longest"], int(book.lengths.max()))
+        rows.append(row)
+    rows.append(total)
+    return [{"kind": row["kind"], "symbols": row["symbols"], "longest": row["longest"],
+             "by_limit": {limit: compressibility(bits / row["symbols"])
+                          for limit, bits in row["bits"].items()}} for row in rows]
+
+
+def render_huffman_limits(rows, reference=15):
+    """Compressibility in % at each limit, then each limit's cost in points against
+    ``reference`` bits (the default)."""
+    limits = list(rows[0]["by_limit"])
+    table = markdown_table(
+        ["tensor class", "symbols", "longest code at 24"] + [f"{limit} bits" for limit in limits],
+        [[row["kind"], f"{row['symbols']:,}", str(row["longest"])]
+         + [f"{100 * row['by_limit'][limit]:.3f}" for limit in limits] for row in rows])
+    cost = markdown_table(
+        ["tensor class"] + [f"{limit} bits" for limit in limits],
+        [[row["kind"]] + [f"{100 * (row['by_limit'][reference] - row['by_limit'][limit]):+.3f}"
+                          for limit in limits] for row in rows])
+    return (f"Compressibility in % (1 - bits/8):\n\n{table}\n\n"
+            f"Cost in points against {reference} bits (positive: the limit compresses "
+            f"less):\n\n{cost}")
 
 
 #: The codecs of :func:`codec_rows`, in the order tables and plots show them: (key, title).
@@ -1016,6 +1082,8 @@ SECTIONS = [
     ("data", "The bundled sample", lambda args: data_section(), render_data),
     ("single_stage", "Single-stage Huffman on step 3", lambda args: single_stage_rows(),
      render_single_stage),
+    ("huffman_limits", "Single-stage Huffman per code length limit",
+     lambda args: huffman_limit_rows(), render_huffman_limits),
     ("analyze", "Compressibility per tensor group", lambda args: analyze_rows(),
      render_analyze),
     ("golden", "Golden model speed, one core", lambda args: golden_rows(), render_golden),
