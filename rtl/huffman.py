@@ -3,8 +3,13 @@
 The bitstream is the golden model's (:mod:`linkcodec.golden.huffman`; ``docs/huffman.md``
 and ``docs/bitstream.md``, "Huffman frames"): a frame is its symbols' code words,
 MSB first, carried in the same words as QLC's, with the same frame end and the same word
-faults. Both blocks hold a *canonical* codebook (codes up to :data:`MAX_CODE_LENGTH` bits)
-in two banks, so a new codebook loads while the other one works.
+faults. Both blocks hold a *canonical* codebook (codes up to ``max_length`` bits, a
+parameter of :data:`MAX_LENGTHS`, default :data:`MAX_CODE_LENGTH` = 15) in two banks, so
+a new codebook loads while the other one works. A shorter limit makes the blocks smaller
+(fewer bits a code, fewer positions and comparisons in the decoder) and costs compression
+(``docs/huffman.md``, "What each limit costs"); the config writes are the same at every
+limit (codes and limits MSB-aligned in 15 bits), so only the check of a codebook's
+longest code depends on it.
 
 Config port (``i_config``, one write per transfer):
 
@@ -53,13 +58,32 @@ from .table import ConfigRegisters, ConfigTable
 from .window import beat_end, jump_loop, pick, window_geometry
 
 __all__ = [
-    "MAX_CODE_LENGTH", "MIN_DECODER_WORD_WIDTH", "SWITCH_ADDR", "LENGTH_BASE", "code_entry_layout",
-    "length_entry_layout", "config_layout", "default_word_width", "default_codebook",
-    "check_codebook", "config_writes", "switch_write", "HuffmanEncoder", "HuffmanDecoder",
+    "MAX_CODE_LENGTH", "MAX_LENGTHS", "MIN_DECODER_WORD_WIDTH", "SWITCH_ADDR", "LENGTH_BASE",
+    "code_entry_layout", "length_entry_layout", "config_layout", "default_word_width",
+    "default_codebook", "check_codebook", "check_max_length", "config_writes", "switch_write",
+    "HuffmanEncoder", "HuffmanDecoder",
 ]
 
-#: The longest code the hardware takes (the golden model's default limit).
+#: The longest code the hardware takes (the golden model's default limit), and the blocks'
+#: default ``max_length``.
 MAX_CODE_LENGTH = 15
+
+#: The code length limits (``max_length``) the blocks take: 15 at most (a length is a
+#: 4-bit field, the config writes hold codes and limits MSB-aligned in 15 bits), 10 at
+#: least (the decoder splits a code's first ``max_length - 1`` bits into an 8-bit prefix
+#: and a tail of one bit or more; 9 bits would cost 3 points of compression anyway).
+MAX_LENGTHS = range(10, MAX_CODE_LENGTH + 1)
+
+
+def check_max_length(max_length):
+    """``max_length`` if the blocks take it (one of :data:`MAX_LENGTHS`), else a
+    ``ValueError`` (``TypeError`` if it is not an integer) naming it."""
+    if not isinstance(max_length, int) or isinstance(max_length, bool):
+        raise TypeError(f"max_length must be an integer, not {max_length!r}")
+    if max_length not in MAX_LENGTHS:
+        raise ValueError(f"max_length must be {MAX_LENGTHS[0]}..{MAX_LENGTHS[-1]}, not "
+                         f"{max_length}")
+    return max_length
 
 #: An encoder table entry: the code MSB-aligned in 15 bits, and its length (1..15).
 code_entry_layout = data.StructLayout({"code": MAX_CODE_LENGTH, "length": 4})
@@ -78,13 +102,10 @@ LENGTH_BASE = 256
 SWITCH_ADDR = 511
 
 
-#: The narrowest word the decoder takes: its prepare stage reads the ``MAX_CODE_LENGTH``
+#: The narrowest word the decoder takes: its prepare stage reads the ``max_length``
 #: bits at every bit position of the head word from that word and the next one alone.
 MIN_DECODER_WORD_WIDTH = 16
 
-#: The bits that decide a code's length: its first 14 (a code of 15 bits is one that no
-#: shorter length takes).
-_LENGTH_BITS = MAX_CODE_LENGTH - 1
 
 
 def default_word_width(lanes):
@@ -99,16 +120,18 @@ def default_codebook():
     return HuffmanCodebook(np.full(256, 8, dtype=np.uint8), id="hc-identity8")
 
 
-def check_codebook(codebook):
-    """``codebook`` if the hardware can hold it: a :class:`HuffmanCodebook` whose codes
-    are canonical for its lengths, none longer than :data:`MAX_CODE_LENGTH`; else a
+def check_codebook(codebook, max_length=MAX_CODE_LENGTH):
+    """``codebook`` if blocks of ``max_length`` can hold it: a :class:`HuffmanCodebook`
+    whose codes are canonical for its lengths, none longer than ``max_length``; else a
     ``TypeError`` or ``ValueError`` saying why."""
+    max_length = check_max_length(max_length)
     if not isinstance(codebook, HuffmanCodebook):
         raise TypeError(f"codebook must be a HuffmanCodebook, not {type(codebook).__name__}")
     longest = int(codebook.lengths.max())
-    if longest > MAX_CODE_LENGTH:
+    if longest > max_length:
         raise ValueError(f"codebook {codebook.id} has a {longest}-bit code; the hardware "
-                         f"takes codes of at most {MAX_CODE_LENGTH} bits")
+                         f"takes codes of at most {max_length} bits (max_length; "
+                         f"`linkcodec codebook build --max-length {max_length}` builds one)")
     canonical = canonical_codes(codebook.lengths)
     differ = np.flatnonzero(canonical != codebook.codes)
     if differ.size:
@@ -122,10 +145,12 @@ def check_codebook(codebook):
     return codebook
 
 
-def _encoder_entries(codebook):
+def _encoder_entries(codebook, max_length=MAX_CODE_LENGTH):
+    """The encoder table's entries, each code MSB-aligned in ``max_length`` bits (the
+    config writes': 15)."""
     lengths = codebook.lengths.astype(int)
     codes = codebook.codes.astype(int)
-    return [{"code": int(code) << (MAX_CODE_LENGTH - int(length)), "length": int(length)}
+    return [{"code": int(code) << (max_length - int(length)), "length": int(length)}
             for code, length in zip(codes, lengths)]
 
 
@@ -149,17 +174,18 @@ def switch_write():
     return {"addr": SWITCH_ADDR, "data": 0}
 
 
-def config_writes(codebook, *, block, switch=True):
+def config_writes(codebook, *, block, switch=True, max_length=MAX_CODE_LENGTH):
     """The ``i_config`` writes (``dict`` of ``addr``, ``data``) that load ``codebook``
     into the idle bank, then (``switch``) the switch write that makes it the working
     one at the next frame boundary.
 
-    ``block`` is ``"encoder"`` or ``"decoder"``. A codebook that is not canonical, or has
-    a code longer than 15 bits, is refused (:func:`check_codebook`).
+    ``block`` is ``"encoder"`` or ``"decoder"``, ``max_length`` the block's. The writes
+    are the same at every limit; a codebook that is not canonical, or has a code longer
+    than ``max_length`` bits, is refused (:func:`check_codebook`).
     """
     if block not in ("encoder", "decoder"):
         raise ValueError(f"block must be 'encoder' or 'decoder', not {block!r}")
-    check_codebook(codebook)
+    check_codebook(codebook, max_length)
     if block == "encoder":
         writes = [{"addr": symbol, "data": code_entry_layout.const(entry).as_bits()}
                   for symbol, entry in enumerate(_encoder_entries(codebook))]
@@ -177,20 +203,28 @@ def config_writes(codebook, *, block, switch=True):
 
 
 class _HuffmanBlock(LanedBlock):
-    def __init__(self, signature, *, lanes, word_width, tables, allowed, min_word_width=8):
+    def __init__(self, signature, *, lanes, word_width, tables, max_length, allowed,
+                 min_word_width=8):
         def check(lanes, word_width):
+            self._max_length = check_max_length(max_length)
             if word_width < min_word_width:
                 raise ValueError(f"word_width must be at least {min_word_width}, not "
                                  f"{word_width}: {type(self).__name__} reads a code's "
-                                 f"{MAX_CODE_LENGTH} bits from a word and the one behind it")
+                                 f"{max_length} bits from a word and the one behind it")
             if tables is not None and not isinstance(tables, HuffmanCodebook):
                 raise TypeError(f"tables must be a HuffmanCodebook, not "
                                 f"{type(tables).__name__}")
-            return check_codebook(default_codebook() if tables is None else tables)
+            return check_codebook(default_codebook() if tables is None else tables,
+                                  max_length)
 
         super().__init__(signature, lanes=lanes, word_width=word_width,
                          default_word_width=default_word_width, allowed_lanes=allowed,
                          check=check)
+
+    @property
+    def max_length(self):
+        """The longest code the block takes (one of :data:`MAX_LENGTHS`)."""
+        return self._max_length
 
     @property
     def codebook(self):
@@ -198,9 +232,10 @@ class _HuffmanBlock(LanedBlock):
         one is loaded through ``i_config``; a reset does not bring it back."""
         return self.tables
 
-    def _table(self, m, name, *, shape, init, read_ports, idle_bank, hit, index):
+    def _table(self, m, name, *, shape, init, read_ports, idle_bank, hit, index, data=None):
         """A two-bank table (bank in the top address bit) with registered reads, whose
-        config writes at ``index`` (when ``hit``) go to ``idle_bank``."""
+        config writes at ``index`` (when ``hit``) go to ``idle_bank``: ``data``, default
+        the write's data."""
         depth = len(init)
         table = ConfigTable(shape=shape, depth=2 * depth, init=list(init) * 2,
                             read_ports=read_ports, config_layout=config_layout,
@@ -209,7 +244,8 @@ class _HuffmanBlock(LanedBlock):
         width = (depth - 1).bit_length()
         m.d.comb += [table.config.valid.eq(self.i_config.valid & self.i_config.ready & hit),
                      table.config.payload.addr.eq(Cat(index[:width], idle_bank)),
-                     table.config.payload.data.eq(self.i_config.payload.data)]
+                     table.config.payload.data.eq(
+                         self.i_config.payload.data if data is None else data)]
         return table.read
 
     def _switch(self, m, boundary):
@@ -249,7 +285,9 @@ class HuffmanEncoder(_HuffmanBlock):
     Parameters (keyword-only): ``lanes`` (1, 2, 4 or 8), ``word_width`` (a multiple of 8;
     default :func:`default_word_width`), ``tables`` (the canonical
     :class:`~linkcodec.golden.huffman.HuffmanCodebook` both banks hold until loaded; default
-    :func:`default_codebook`).
+    :func:`default_codebook`), ``max_length`` (the longest code, one of
+    :data:`MAX_LENGTHS`, default 15: a codebook with a longer code is refused, here and
+    by :func:`config_writes`).
 
     Ports: ``i`` (:func:`symbol_layout` beats; a frame ends with the beat whose ``last``
     is set, and may be empty: one beat with ``count = 0, last = 1``), ``o``
@@ -285,9 +323,10 @@ class HuffmanEncoder(_HuffmanBlock):
     load every table after power-up there.
     """
 
-    def __init__(self, *, lanes=1, word_width=None, tables=None):
+    def __init__(self, *, lanes=1, word_width=None, tables=None, max_length=MAX_CODE_LENGTH):
         super().__init__(encoder_signature(config_layout), lanes=lanes,
-                         word_width=word_width, tables=tables, allowed=(1, 2, 4, 8))
+                         word_width=word_width, tables=tables, max_length=max_length,
+                         allowed=(1, 2, 4, 8))
 
     @property
     def latency(self):
@@ -297,10 +336,10 @@ class HuffmanEncoder(_HuffmanBlock):
 
     def elaborate(self, platform):
         m = Module()
-        lanes = self._lanes
+        lanes, L = self._lanes, self._max_length
 
         m.submodules.packer = packer = BitPacker(
-            chunk_width=MAX_CODE_LENGTH * lanes, word_width=self._word_width)
+            chunk_width=L * lanes, word_width=self._word_width)
         wiring.connect(m, wiring.flipped(self.o), packer.o)
         step = packer.i.ready             # a register: every stage moves while it is high
         m.d.comb += self.i.ready.eq(step)
@@ -312,9 +351,16 @@ class HuffmanEncoder(_HuffmanBlock):
         active, bank, pending = self._switch(m, ~in_frame)
         m.d.comb += self.i_config.ready.eq(~pending)
         config = self.i_config.payload
-        reads = self._table(m, "table", shape=code_entry_layout,
-                            init=_encoder_entries(self.codebook), read_ports=lanes,
-                            idle_bank=~active, hit=config.addr < 256, index=config.addr)
+        # A write's code is MSB-aligned in 15 bits; the table keeps its first L.
+        entry_layout, written = code_entry_layout, None
+        if L < MAX_CODE_LENGTH:
+            entry_layout = data.StructLayout({"code": L, "length": 4})
+            write = code_entry_layout(config.data[:code_entry_layout.size])
+            written = Cat(write.code[MAX_CODE_LENGTH - L:], write.length)
+        reads = self._table(m, "table", shape=entry_layout,
+                            init=_encoder_entries(self.codebook, L), read_ports=lanes,
+                            idle_bank=~active, hit=config.addr < 256, index=config.addr,
+                            data=written)
 
         stage = pipeline_stage(m, step)
 
@@ -331,7 +377,7 @@ class HuffmanEncoder(_HuffmanBlock):
         last = stage("read_last", 1, self.i.payload.last)
 
         # 2: the read data, registered alone.
-        entries = [stage(f"entry{lane}", code_entry_layout, reads[lane].data)
+        entries = [stage(f"entry{lane}", entry_layout, reads[lane].data)
                    for lane in range(lanes)]
         valid = stage("entry_valid", 1, valid)
         count = stage("entry_count", range(lanes + 1), count)
@@ -341,8 +387,8 @@ class HuffmanEncoder(_HuffmanBlock):
         codes = []
         for lane, entry in enumerate(entries):
             used = lane < count
-            codes.append((stage(f"code{lane}", MAX_CODE_LENGTH, Mux(used, entry.code, 0)),
-                          stage(f"code_length{lane}", range(MAX_CODE_LENGTH + 1),
+            codes.append((stage(f"code{lane}", L, Mux(used, entry.code, 0)),
+                          stage(f"code_length{lane}", range(L + 1),
                                 Mux(used, entry.length, 0))))
         valid = stage("code_valid", 1, valid)
         last = stage("code_last", 1, last)
@@ -372,14 +418,14 @@ def _thermometer_count(ones):
     return Cat(*bits)
 
 
-def _code_excess(window, limits):
-    """A code's length less 1 (0 .. 14) from the first 14 bits of ``window`` (frame order)
-    and ``limits`` (``limits[l]``, ``l`` = 1..14, where the codes of length at most ``l``
-    end, MSB-aligned in 16 bits; entry 0 unused): how many ``limit[l]`` the 15-bit number
-    the window starts is at or above. Bits that start no code give 14 (length 15), as
-    long as they are at or above ``limit[14]``; nothing here tells them apart."""
-    L = MAX_CODE_LENGTH
-    # A limit of length l is a multiple of 2**(15 - l), so comparing with it needs only
+def _code_excess(window, limits, L):
+    """A code's length less 1 (0 .. L - 1) from the first L - 1 bits of ``window`` (frame
+    order) and ``limits`` (``limits[l]``, ``l`` = 1..L - 1, where the codes of length at
+    most ``l`` end, MSB-aligned in L bits; entry 0 unused): how many ``limit[l]`` the
+    L-bit number the window starts is at or above. Bits that start no code give L - 1
+    (length L), as long as they are at or above ``limit[L - 1]``; nothing here tells them
+    apart. (L is the block's ``max_length``, 15 by default.)"""
+    # A limit of length l is a multiple of 2**(L - l), so comparing with it needs only
     # the window's first l bits; the comparisons fall as l rises (a thermometer).
     ones = [~(window[:length][::-1] < limits[length][L - length:])
             for length in range(1, L)]
@@ -389,73 +435,85 @@ def _code_excess(window, limits):
 #: The bits at a position that address the decoder's prefix table.
 _PREFIX_BITS = 8
 
-#: The lengths past the prefix whose comparisons the prefix table splits: 9 .. 14.
-_LONG_LENGTHS = range(_PREFIX_BITS + 1, MAX_CODE_LENGTH)
-
-#: A prefix table entry, for the 8 bits ``q`` at a position: ``short``, how many
-#: ``limit[l]``, ``l`` = 1..8, the window is at or above (its first ``l`` bits decide
-#: it); for ``l`` = 9..14, whether ``q`` is above (``above``) or equal to (``equal``) the
-#: first 8 bits of ``limit[l]``.
-_prefix_entry_layout = data.StructLayout({
-    "short": 4, "above": len(_LONG_LENGTHS), "equal": len(_LONG_LENGTHS)})
+def _long_lengths(L):
+    """The lengths past the prefix whose comparisons the prefix table splits: 9 .. L - 1
+    (the bits that decide a code's length are its first L - 1: a code of L bits is one
+    that no shorter length takes)."""
+    return range(_PREFIX_BITS + 1, L)
 
 
-def _prefix_entries(limits):
+def _prefix_entry_layout(L):
+    """A prefix table entry, for the 8 bits ``q`` at a position: ``short``, how many
+    ``limit[l]``, ``l`` = 1..8, the window is at or above (its first ``l`` bits decide
+    it); for ``l`` = 9..L - 1, whether ``q`` is above (``above``) or equal to (``equal``)
+    the first 8 bits of ``limit[l]``."""
+    long = len(_long_lengths(L))
+    return data.StructLayout({"short": 4, "above": long, "equal": long})
+
+
+def _prefix_entries(limits, L):
     """The prefix table of one bank (256 entries, as integers) for ``limits`` (16
-    integers, entry 0 unused)."""
+    integers, MSB-aligned in L bits, entry 0 unused)."""
+    long = _long_lengths(L)
     entries = []
     for prefix in range(1 << _PREFIX_BITS):
         short = sum(prefix >> (_PREFIX_BITS - length)
-                    >= limits[length] >> (MAX_CODE_LENGTH - length)
+                    >= limits[length] >> (L - length)
                     for length in range(1, _PREFIX_BITS + 1))
-        high = [limits[length] >> (MAX_CODE_LENGTH - _PREFIX_BITS) for length in _LONG_LENGTHS]
+        high = [limits[length] >> (L - _PREFIX_BITS) for length in long]
         above = sum(int(prefix > value) << index for index, value in enumerate(high))
         equal = sum(int(prefix == value) << index for index, value in enumerate(high))
-        entries.append(short | above << 4 | equal << (4 + len(_LONG_LENGTHS)))
+        entries.append(short | above << 4 | equal << (4 + len(long)))
     return entries
 
 
-def _tail_entries(limits):
-    """The tail table of one bank (64 entries of 6 bits, as integers) for ``limits``: for
-    the 6 bits ``r`` after a prefix and each length ``l`` = 9..14, whether ``r``'s first
-    ``l - 8`` bits are at least ``limit[l]``'s bits 9..l (what decides between a code of
-    length ``l`` and a longer one when the prefix equals ``limit[l]``'s first 8 bits)."""
-    rest_bits = _LENGTH_BITS - _PREFIX_BITS
+def _tail_entries(limits, L):
+    """The tail table of one bank (``2**(L - 9)`` entries of ``L - 9`` bits, as integers;
+    64 of 6 at L = 15) for ``limits``: for the ``L - 9`` bits ``r`` after a prefix and
+    each length ``l`` = 9..L - 1, whether ``r``'s first ``l - 8`` bits are at least
+    ``limit[l]``'s bits 9..l (what decides between a code of length ``l`` and a longer
+    one when the prefix equals ``limit[l]``'s first 8 bits)."""
+    length_bits = L - 1
     entries = []
-    for rest in range(1 << rest_bits):
+    for rest in range(1 << (length_bits - _PREFIX_BITS)):
         entries.append(sum(
-            int(rest >> (_LENGTH_BITS - length)
-                >= (limits[length] >> (MAX_CODE_LENGTH - length))
+            int(rest >> (length_bits - length)
+                >= (limits[length] >> (L - length))
                 & ((1 << (length - _PREFIX_BITS)) - 1))
-            << index for index, length in enumerate(_LONG_LENGTHS)))
+            << index for index, length in enumerate(_long_lengths(L))))
     return entries
 
 
-def _tail_entry(rest, limits):
-    """The tail table entry for ``rest`` (6 bits, a number) from ``limits`` (signals), as
-    :func:`_tail_entries` computes it."""
-    L = MAX_CODE_LENGTH
-    return Cat(*[rest[_LENGTH_BITS - length:] >= limits[length][L - length:L - _PREFIX_BITS]
-                 for length in _LONG_LENGTHS])
+def _tail_entry(rest, limits, L):
+    """The tail table entry for ``rest`` (``L - 9`` bits, a number) from ``limits``
+    (signals), as :func:`_tail_entries` computes it."""
+    return Cat(*[rest[L - 1 - length:] >= limits[length][L - length:L - _PREFIX_BITS]
+                 for length in _long_lengths(L)])
 
 
-def _prefix_excess(entry, at_least):
-    """A code's length less 1 (0 .. 14) from its prefix table ``entry`` and its tail table
-    entry ``at_least``: for each length 9..14 the prefix table says above, below or equal,
-    and where equal, the tail table decides."""
+def _prefix_excess(entry, at_least, L):
+    """A code's length less 1 (0 .. L - 1) from its prefix table ``entry`` and its tail
+    table entry ``at_least``: for each length 9..L - 1 the prefix table says above, below
+    or equal, and where equal, the tail table decides."""
     ones = [entry.above[index] | (entry.equal[index] & at_least[index])
-            for index in range(len(_LONG_LENGTHS))]
-    # at or above limit[9] means at or above limit[1..8]: 8 and more
-    return Mux(ones[0], Cat(_thermometer_count(ones), Const(1, 1)), entry.short)
+            for index in range(len(_long_lengths(L)))]
+    # at or above limit[9] means at or above limit[1..8]: 8 and more (the count in 3 bits)
+    count = _thermometer_count(ones)
+    if len(count) < 3:
+        count = Cat(count, Const(0, 3 - len(count)))
+    return Mux(ones[0], Cat(count, Const(1, 1)), entry.short)
 
 
 class HuffmanDecoder(_HuffmanBlock):
     """Canonical Huffman decoder: ``word_width``-bit words in, up to ``lanes`` e4m3
     symbols a cycle out.
 
-    Parameters as :class:`HuffmanEncoder`, lanes 1, 2 or 4, and ``word_width`` at least
-    :data:`MIN_DECODER_WORD_WIDTH` (16: the bits that decide a code's length at any
-    position of a word lie within it and the next word). Ports: ``i``
+    Parameters as :class:`HuffmanEncoder` (``max_length`` too), lanes 1, 2 or 4, and
+    ``word_width`` at least :data:`MIN_DECODER_WORD_WIDTH` (16: the bits that decide a
+    code's length at any position of a word lie within it and the next word). Below, the
+    lengths and widths are those of the default ``max_length`` = 15; a shorter limit ``L``
+    compares ``L`` bits, splits the first ``L - 1`` into the prefix's 8 and a tail of
+    ``L - 9``, and needs fewer positions and a narrower window. Ports: ``i``
     (:func:`word_layout` words), ``o`` (:func:`symbol_layout` beats with ``error``),
     ``i_config`` (table writes and the bank switch, see the module docstring).
 
@@ -534,10 +592,10 @@ class HuffmanDecoder(_HuffmanBlock):
     there.
     """
 
-    def __init__(self, *, lanes=1, word_width=None, tables=None):
+    def __init__(self, *, lanes=1, word_width=None, tables=None, max_length=MAX_CODE_LENGTH):
         super().__init__(decoder_signature(config_layout), lanes=lanes,
-                         word_width=word_width, tables=tables, allowed=(1, 2, 4),
-                         min_word_width=MIN_DECODER_WORD_WIDTH)
+                         word_width=word_width, tables=tables, max_length=max_length,
+                         allowed=(1, 2, 4), min_word_width=MIN_DECODER_WORD_WIDTH)
 
     @property
     def jump(self):
@@ -545,8 +603,9 @@ class HuffmanDecoder(_HuffmanBlock):
         lanes, width = self._lanes, self._word_width
         jump = 1 if lanes <= 2 else lanes // 2
         # A word's targets come from that word and the next one: the lengths at positions
-        # up to W - 1 + 15 * (M - 1), each decided by 14 bits.
-        while jump > 1 and width + MAX_CODE_LENGTH * (jump - 1) + _LENGTH_BITS - 1 > 2 * width:
+        # up to W - 1 + L * (M - 1), each decided by L - 1 bits.
+        L = self._max_length
+        while jump > 1 and width + L * (jump - 1) + (L - 1) - 1 > 2 * width:
             jump //= 2
         return jump
 
@@ -564,20 +623,26 @@ class HuffmanDecoder(_HuffmanBlock):
         # loop (1), cut (1), the second code of a jump (2), the lanes' checks (1) and the
         # table read with the index before it (1); plus a word for each further window
         # slot the first group touches.
-        span = MAX_CODE_LENGTH * self._lanes
+        span = self._max_length * self._lanes
         return 12 + 2 * (self.jump - 1) + (span - 1) // self._word_width
 
     def _geometry(self):
-        return window_geometry(self._word_width, self._lanes, self.jump, MAX_CODE_LENGTH)
+        return window_geometry(self._word_width, self._lanes, self.jump, self._max_length)
 
     def elaborate(self, platform):
         m = Module()
         W, N, M, S, span, last_start, Q = self._geometry()
-        L = MAX_CODE_LENGTH
+        L = self._max_length
+        length_bits = L - 1          # the bits that decide a code's length
+        long_lengths = _long_lengths(L)
+        prefix_entry_layout = _prefix_entry_layout(L)
         assert M in (1, 2)
         pos_width = (Q * W).bit_length()            # a bit position in the window
         target_width = (W - 1 + L * M).bit_length()     # a target in a word
         symbols, entries = _decoder_tables(self.codebook)
+        # The config writes' limits are MSB-aligned in 15 bits; the block's, in L.
+        align = MAX_CODE_LENGTH - L
+        limits_init = [entry_["limit"] >> align for entry_ in entries]
 
         # -- banks, config -------------------------------------------------------------
         in_frame = Signal()          # the queue's head is inside a frame
@@ -595,12 +660,12 @@ class HuffmanDecoder(_HuffmanBlock):
         # The limits, all visible at once (the lengths at every position compare with
         # them), in reset-less registers; the offsets, read once a lane, in LUT RAM.
         m.submodules.limits = limit_regs = ConfigRegisters(
-            shape=L + 1, depth=32, init=[entry_["limit"] for entry_ in entries] * 2,
-            config_layout=config_layout)
+            shape=L + 1, depth=32, init=limits_init * 2, config_layout=config_layout)
         m.submodules.offsets = offset_table = ConfigTable(
             shape=8, depth=32, init=[entry_["offset"] for entry_ in entries] * 2,
             read_ports=N, config_layout=config_layout)
-        for table, value in ((limit_regs, entry.limit), (offset_table, entry.offset)):
+        for table, value in ((limit_regs, entry.limit[align:] if align else entry.limit),
+                             (offset_table, entry.offset)):
             m.d.comb += [table.config.valid.eq(written & length_hit),
                          table.config.payload.addr.eq(Cat(config.addr[:4], ~active)),
                          table.config.payload.data.eq(value)]
@@ -637,10 +702,10 @@ class HuffmanDecoder(_HuffmanBlock):
         # the queue's head until the sweep is done; the sweep is table state, so a reset
         # neither stops nor restarts it.
         positions = W + L * (M - 1)
-        prefix_init = _prefix_entries([entry_["limit"] for entry_ in entries])
-        threshold_shift = L - _PREFIX_BITS
+        prefix_init = _prefix_entries(limits_init, L)
+        threshold_shift = MAX_CODE_LENGTH - _PREFIX_BITS     # (of a config write's limit)
         m.submodules.thresholds = thresholds = ConfigTable(
-            shape=L + 1 - threshold_shift, depth=32,
+            shape=MAX_CODE_LENGTH + 1 - threshold_shift, depth=32,
             init=[entry_["limit"] >> threshold_shift for entry_ in entries] * 2,
             read_ports=1, config_layout=config_layout)
         m.d.comb += [thresholds.config.valid.eq(written & length_hit),
@@ -680,24 +745,24 @@ class HuffmanDecoder(_HuffmanBlock):
         ]
         fill_en = Signal(reset_less=True)
         fill_addr = Signal(_PREFIX_BITS + 1, reset_less=True)
-        fill_data = Signal(_prefix_entry_layout.size, reset_less=True)
+        fill_data = Signal(prefix_entry_layout.size, reset_less=True)
         fill_entry = Cat(Mux(fill_at > _PREFIX_BITS, _PREFIX_BITS, fill_at),
-                         Cat(*[length <= fill_below for length in _LONG_LENGTHS]),
+                         Cat(*[length <= fill_below for length in long_lengths]),
                          Cat(*[(fill_below < length) & (length <= fill_at)
-                               for length in _LONG_LENGTHS]))
+                               for length in long_lengths]))
         m.d.sync += [fill_en.eq(fill_step & ~limit_write),
                      fill_addr.eq(Cat(fill_prefix, fill_bank)), fill_data.eq(fill_entry)]
         # The tail tables (64 entries a bank) are written in the sweep's first 64 steps.
-        tail_init = _tail_entries([entry_["limit"] for entry_ in entries])
-        rest_bits = _LENGTH_BITS - _PREFIX_BITS
+        tail_init = _tail_entries(limits_init, L)
+        rest_bits = length_bits - _PREFIX_BITS
         tail_en = Signal(reset_less=True)
         tail_addr = Signal(rest_bits + 1, reset_less=True)
-        tail_data = Signal(len(_LONG_LENGTHS), reset_less=True)
+        tail_data = Signal(len(long_lengths), reset_less=True)
         m.d.sync += [
             tail_en.eq(fill_step & ~limit_write & (fill_prefix < (1 << rest_bits))),
             tail_addr.eq(Cat(fill_prefix[:rest_bits], fill_bank)),
             tail_data.eq(_tail_entry(fill_prefix[:rest_bits],
-                                     bank_limits(fill_bank, "fill_limit"))),
+                                     bank_limits(fill_bank, "fill_limit"), L)),
         ]
         hold = Signal()              # the head's bank is being swept
         m.d.comb += hold.eq((fill_busy | fill_en) & (bank == fill_bank))
@@ -737,7 +802,7 @@ class HuffmanDecoder(_HuffmanBlock):
             # RAM each), all written alike.
             # (``no_rw_check``: a read never uses what it reads at the address being
             # written, which is in the bank being swept, so no logic need settle it)
-            copy = Memory(shape=_prefix_entry_layout.size, depth=512, init=prefix_init * 2,
+            copy = Memory(shape=prefix_entry_layout.size, depth=512, init=prefix_init * 2,
                           attrs={"no_rw_check": 1})
             m.submodules[f"prefix_table{position}"] = copy
             fill_write = copy.write_port()
@@ -749,14 +814,14 @@ class HuffmanDecoder(_HuffmanBlock):
             reads.append(read.data)
             # and of the tail table, read at the 6 bits after the prefix
             # (a block RAM too, not LUT RAM, which would cost ~16 LUTs a position)
-            copy = Memory(shape=len(_LONG_LENGTHS), depth=2 << rest_bits, init=tail_init * 2,
+            copy = Memory(shape=len(long_lengths), depth=2 << rest_bits, init=tail_init * 2,
                           attrs={"ram_style": "block", "no_rw_check": 1})
             m.submodules[f"tail_table{position}"] = copy
             tail_write = copy.write_port()
             m.d.comb += [tail_write.en.eq(tail_en), tail_write.addr.eq(tail_addr),
                          tail_write.data.eq(tail_data)]
             read = copy.read_port(domain="sync", transparent_for=())
-            rest = bits[position + _PREFIX_BITS:position + _LENGTH_BITS][::-1]
+            rest = bits[position + _PREFIX_BITS:position + length_bits][::-1]
             m.d.comb += [read.addr.eq(Cat(rest, bank)), read.en.eq(prefix_load)]
             tail_reads.append(read.data)
         # The reads registered alone: a block RAM's data comes late in the cycle. (Their
@@ -778,7 +843,7 @@ class HuffmanDecoder(_HuffmanBlock):
         m.d.sync += [register.eq(Mux(copied_load, read, register))
                      for register, read in zip(copied, kept + tail_kept)]
         kept, tail_kept = copied[:positions], copied[positions:]
-        excess = [_prefix_excess(_prefix_entry_layout(read), tail)
+        excess = [_prefix_excess(prefix_entry_layout(read), tail, L)
                   for read, tail in zip(kept, tail_kept)]
 
         # Stage 3: the lengths, with a skid register. ``main`` is what the targets come
@@ -896,7 +961,7 @@ class HuffmanDecoder(_HuffmanBlock):
             # loop (with this group's bank); the second code follows it.
             group_limits = bank_limits(ctrl["bank"], "group_limit")
             firsts = forward("first_length", [
-                _code_excess(segment[:_LENGTH_BITS], group_limits) + 1
+                _code_excess(segment[:length_bits], group_limits, L) + 1
                 for segment in segments])
             segments = forward("first_segment", segments)
             spans = forward("first_span", spans)

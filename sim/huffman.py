@@ -4,13 +4,18 @@ The tables are a canonical :class:`~linkcodec.golden.huffman.HuffmanCodebook`; t
 is :func:`~linkcodec.rtl.huffman.default_codebook` (every code 8 bits long). Fitted
 tables are built from the frames as ``linkcodec codebook build`` builds a codebook from
 its files: the average of the frames' PMFs, one batch a frame.
+
+A description is made for one code length limit, ``max_length`` (default 15, the one the
+registry holds): ``HuffmanDecoderBlock(max_length=11)`` builds blocks of that limit, fits
+codebooks to it, and names its modules with an ``_m11`` suffix, so the harness, ``linkcodec
+generate``'s :func:`~linkcodec.generate.generate` and synthesis take it as any block.
 """
 
 import numpy as np
 
 from ..golden.huffman import HuffmanCodebook
-from ..rtl.huffman import (MIN_DECODER_WORD_WIDTH, HuffmanDecoder, HuffmanEncoder,
-                           config_writes, default_codebook,
+from ..rtl.huffman import (MAX_CODE_LENGTH, MIN_DECODER_WORD_WIDTH, HuffmanDecoder,
+                           HuffmanEncoder, check_max_length, config_writes, default_codebook,
                            default_word_width)
 from .beats import decoder_beats, frame_words, symbol_beats
 from .block import BlockDescription
@@ -23,6 +28,19 @@ class _HuffmanBlock(BlockDescription):
     config_ports = ("i_config",)
     component = None          # HuffmanEncoder or HuffmanDecoder
     table = None              # "encoder" or "decoder": which tables config_writes loads
+
+    def __init__(self, *, max_length=MAX_CODE_LENGTH):
+        self._max_length = check_max_length(max_length)
+
+    @property
+    def max_length(self):
+        """The longest code of the blocks this description builds."""
+        return self._max_length
+
+    def module_name(self, *, lanes, word_width=None):
+        """As every block's, with ``_m<max_length>`` where the limit is not 15."""
+        name = super().module_name(lanes=lanes, word_width=word_width)
+        return name if self._max_length == MAX_CODE_LENGTH else f"{name}_m{self._max_length}"
 
     def default_word_width(self, lanes):
         return default_word_width(lanes)
@@ -42,11 +60,12 @@ class _HuffmanBlock(BlockDescription):
         rng = np.random.default_rng(7)
         order = rng.permutation(256).astype(np.uint8)
         ranks = np.minimum(rng.geometric(0.12, 20000) - 1, 255)
-        return HuffmanCodebook.from_batches([order[ranks]])
+        return HuffmanCodebook.from_batches([order[ranks]], max_length=self._max_length)
 
     def fitted_tables(self, frames):
         """The codebook ``linkcodec codebook build`` makes from ``frames``, one batch each."""
-        return HuffmanCodebook.from_batches([self.prepare(frame) for frame in frames])
+        return HuffmanCodebook.from_batches([self.prepare(frame) for frame in frames],
+                                            max_length=self._max_length)
 
     def sim_tables(self, frames, options):
         """The ``codebook`` option's codebook, else the one built from the frames, else
@@ -60,10 +79,12 @@ class _HuffmanBlock(BlockDescription):
         return book, {"codebook": book.id}
 
     def build(self, *, lanes, word_width=None, tables=None):
-        return self.component(lanes=lanes, word_width=word_width, tables=tables)
+        return self.component(lanes=lanes, word_width=word_width, tables=tables,
+                              max_length=self._max_length)
 
     def config_writes(self, tables):
-        return {"i_config": config_writes(tables, block=self.table)}
+        return {"i_config": config_writes(tables, block=self.table,
+                                          max_length=self._max_length)}
 
 
 class HuffmanEncoderBlock(_HuffmanBlock):

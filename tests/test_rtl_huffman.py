@@ -1,7 +1,7 @@
 """What only the Huffman blocks promise, under Verilator, bit-exact against the golden
-model: extreme codebooks (15-bit codes back to back, one dominant 1-bit code), a codebook
-swap while traffic flows, the bank switch's writes, non-canonical codebooks refused, every
-code-space window, fuzzing with real symbols and with an incomplete codebook, word faults.
+model: extreme codebooks (15-bit codes back to back, one dominant 1-bit code), a shorter
+code length limit (``max_length``) and its refusals, a codebook swap while traffic flows,
+the bank switch's writes, non-canonical codebooks refused, every code-space window, fuzzing with real symbols and with an incomplete codebook, word faults.
 
 The contract every block keeps (round trips with run-time tables at every lane count,
 latency, symbols per cycle, parameter errors, counts beyond the lanes, fuzzed words, a
@@ -26,12 +26,13 @@ from linkcodec.bundled import bundled_files
 from linkcodec.golden.huffman import HuffmanCodebook, canonical_codes
 from linkcodec.golden.qlc import QlcCode
 from linkcodec.golden.words import decode_words
-from linkcodec.rtl.huffman import (SWITCH_ADDR, HuffmanDecoder, HuffmanEncoder, config_writes,
-                                   default_codebook)
+from linkcodec.rtl.huffman import (MAX_LENGTHS, SWITCH_ADDR, HuffmanDecoder, HuffmanEncoder,
+                                   config_writes, default_codebook)
 from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
 from linkcodec.sim.blocks import get_block
 from linkcodec.sim.fuzz import check_frames, code_space_frames, fuzz_frames, run_fuzz
 from linkcodec.sim.harness import first_mismatch, run_beats, run_frames
+from linkcodec.sim.huffman import HuffmanDecoderBlock, HuffmanEncoderBlock
 
 
 
@@ -83,6 +84,83 @@ def test_bit_exact_with_extreme_codebooks(block, lanes, codebook, pattern, seed)
     result = run_frames(block, frames, lanes=lanes, tables=book, idle=pattern, stall=pattern,
                         seed=seed)
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+
+
+# -- the code length limit ------------------------------------------------------------------
+
+def limited_codebook(max_length):
+    """The codebook ``linkcodec codebook build --max-length`` makes from a real activation
+    tensor: its longest code is the limit."""
+    book = HuffmanCodebook.from_batches([real_symbols(layer=0)], max_length=max_length)
+    assert int(book.lengths.max()) == max_length
+    return book
+
+
+@pytest.mark.parametrize(("block", "lanes", "max_length"), [
+    block_case("huffman-encoder", 1, 11, group="huffman-encoder-1-m11"),
+    block_case("huffman-decoder", 1, 11, group="huffman-decoder-1-m11"),
+    block_case("huffman-decoder", 2, 10, group="huffman-decoder-2-m10")])
+def test_round_trip_at_a_shorter_limit(block, lanes, max_length, seed):
+    """Blocks of a shorter ``max_length`` (10, the shortest, splits a code's first 9 bits
+    into the 8-bit prefix and a 1-bit tail), their codebook fitted to it and loaded at run
+    time: bit-exact with the golden model on real tensors, the longest codes back to back
+    and random symbols, under random pauses."""
+    description = {"huffman-encoder": HuffmanEncoderBlock,
+                   "huffman-decoder": HuffmanDecoderBlock}[block](max_length=max_length)
+    assert description.module_name(lanes=lanes).endswith(f"_m{max_length}")
+    book = description.fitted_tables([real_symbols(layer=0)])
+    assert book == limited_codebook(max_length)
+    longest = np.flatnonzero(book.lengths == max_length).astype(np.uint8)
+    rng = np.random.default_rng(11)
+    frames = [real_symbols(count=3000), real_symbols("ffn1_grad", layer=2, count=2000),
+              np.resize(longest, 300), rng.integers(0, 256, 500, dtype=np.uint8),
+              np.zeros(0, np.uint8)]
+    result = run_frames(description, frames, lanes=lanes, tables=book, idle="random",
+                        stall="random", seed=seed)
+    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+    assert result["symbols"] == sum(frame.size for frame in frames)
+
+
+@pytest.mark.parametrize("cls", [HuffmanEncoder, HuffmanDecoder])
+def test_max_length_is_checked(cls):
+    """``max_length`` is 10..15: 9 and 16 are refused naming the value, 10 and 15 (the
+    default) build; it is read-only."""
+    assert (MAX_LENGTHS[0], MAX_LENGTHS[-1]) == (10, 15)
+    for bad in (9, 16):
+        with pytest.raises(ValueError, match=f"max_length must be 10..15, not {bad}$"):
+            cls(lanes=1, max_length=bad)
+    with pytest.raises(TypeError, match="max_length must be an integer, not 11.0"):
+        cls(lanes=1, max_length=11.0)
+    for good in (10, 15):
+        block = cls(lanes=1, max_length=good)
+        Fragment.get(block, None)
+        assert block.max_length == good
+    block = cls(lanes=1)
+    Fragment.get(block, None)
+    assert block.max_length == 15
+    with pytest.raises(AttributeError):
+        block.max_length = 12
+    with pytest.raises(ValueError, match="max_length must be 10..15, not 9"):
+        HuffmanDecoderBlock(max_length=9)
+
+
+@pytest.mark.parametrize("cls", [HuffmanEncoder, HuffmanDecoder])
+def test_a_codebook_longer_than_the_limit_is_refused(cls):
+    """A codebook whose longest code is 12 bits: taken at ``max_length`` 12 (the
+    boundary), refused at 11, by the block (as its reset codebook) and by
+    :func:`config_writes`, with an error naming both lengths."""
+    book = limited_codebook(12)
+    side = "encoder" if cls is HuffmanEncoder else "decoder"
+    Fragment.get(cls(lanes=1, tables=book, max_length=12), None)
+    assert config_writes(book, block=side, max_length=12) == config_writes(book, block=side)
+    message = (f"codebook {book.id} has a 12-bit code; the hardware takes codes of at most "
+               f"11 bits")
+    with pytest.raises(ValueError, match=message):
+        cls(lanes=1, tables=book, max_length=11)
+    with pytest.raises(ValueError, match=message):
+        config_writes(book, block=side, max_length=11)
+    with pytest.raises(ValueError, match="max_length must be 10..15, not 16"):
+        config_writes(book, block=side, max_length=16)
 
 
 def _swap_run(block, lanes, frames, books, *, idle, stall, seed):
