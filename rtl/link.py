@@ -503,13 +503,8 @@ class LinkTx(_LinkBlock):
         above = others & ~((Const(2, p.streams + 1) << current) - 1)[:p.streams]
         pool = Mux(above.any(), above, others)
         lowest = (pool & -pool)[:p.streams]
-        # The pick goes through a register (its masks and the lowest-bit carry were the
-        # 16-stream critical path): it is a cycle old when used, which is safe, as a
-        # waiting flit stays until the link side takes it, and the pick is used only at a
-        # flit's last row (4 rows or more after the last switch) or while idle.
         following = Signal.like(current)
-        follows = Signal()                # a flit waits in another stream
-        m.d.sync += [following.eq(_index_of_one_hot(lowest)), follows.eq(others.any())]
+        m.d.comb += following.eq(_index_of_one_hot(lowest))
 
         meta_layout = data.StructLayout({
             "valid": 1, "current": range(max(2, p.streams)), "first": 1, "last": 1,
@@ -517,7 +512,7 @@ class LinkTx(_LinkBlock):
             "keep": piece_bytes, "header": 32})
         meta = [Signal(meta_layout, name=f"meta{n}") for n in range(4)]
         with m.If(~sending):
-            with m.If(follows):
+            with m.If(others.any()):
                 m.d.sync += [current.eq(following), sending.eq(1), row.eq(0)]
         with m.Elif(~word_start | (pending < LINK_OUT_DEPTH)):
             m.d.comb += [
@@ -534,7 +529,7 @@ class LinkTx(_LinkBlock):
                 for index, unit in enumerate(units):
                     m.d.comb += unit.flit_taken.eq(current == index)
                 m.d.sync += row.eq(0)
-                with m.If(follows):
+                with m.If(others.any()):
                     m.d.sync += current.eq(following)
                 with m.Else():
                     m.d.sync += sending.eq(0)
