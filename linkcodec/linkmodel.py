@@ -174,7 +174,20 @@ class LinkHardware(NamedTuple):
 #: The link hardware's measured figures by ``(codec, lanes, flit_bytes)``; where an entry
 #: is, ``linkcodec link`` takes a stream's rate, the latency and Fmax from it instead of
 #: from the codec blocks and the fill estimate.
-LINK_HARDWARE = {}
+LINK_HARDWARE = {
+    # 16 streams of 1-lane QLC (`linkcodec report link-tx link-rx --codec qlc --streams
+    # 16`): LinkTx 75.9 MHz on 26,452 LUTs, LinkRx 82.2 MHz on 34,431 LUTs; 15.707 symbols
+    # a cycle over the 16 streams and 993 cycles at most, as its simulation
+    # (`link_throughput`) measured them.
+    ("qlc", 1, 256): LinkHardware(
+        streams=16, symbols_per_cycle=0.9817, latency_cycles=993, fmax_mhz=75.9,
+        luts=26452 + 34431, commands={
+            "symbols_per_cycle": "linkcodec report link-rx --codec qlc --streams 16",
+            "latency_cycles": "linkcodec report link-rx --codec qlc --streams 16",
+            "fmax_mhz": "linkcodec report link-tx link-rx --codec qlc --streams 16",
+            "luts": "linkcodec report link-tx link-rx --codec qlc --streams 16",
+        }),
+}
 
 
 def render_measured(measured=None):
@@ -449,9 +462,10 @@ def format_answer(answer, sample=None):
         lines.append(
             f"latency added: {lat['total_cycles']:,.1f} cycles = {lat['total_ns']:,.1f} ns at "
             f"{a['clock_mhz']:g} MHz: LinkTx to LinkRx {lat['codec_cycles']:g} cycles (the "
-            f"longest a symbol took, its flit's fill included: `{hardware['commands']['latency_cycles']}`) "
-            f"+ serialisation {lat['serialisation_ns']:,.2f} ns (one flit on the wire, checked "
-            "whole); not counted: PHY, flight time, queueing")
+            f"longest a symbol took, its flit's fill and its turn on the link side included: "
+            f"`{hardware['commands']['latency_cycles']}`) + serialisation "
+            f"{lat['serialisation_ns']:,.2f} ns (one flit on the wire, checked whole); not "
+            "counted: PHY, flight time, waiting for the wire")
         lines.append(f"  measured on the link hardware at {hardware['streams']} streams: "
                      f"`{hardware['commands']['fmax_mhz']}` ({hardware['luts']:,} LUTs)")
     else:
