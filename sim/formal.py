@@ -195,6 +195,18 @@ class _Harness(Elaboratable):
         self.free.append(free)
         return free
 
+    def _constant(self, m, shape, name):
+        """A free value the solver picks at the first cycle and holds from then on."""
+        number = self._free(m, shape, name)
+        started = Signal()
+        held = Signal.like(number)
+        m.d.sync += started.eq(1)
+        with m.If(~started):
+            m.d.sync += held.eq(number)
+        with m.Else():
+            m.d.comb += Assume(number == held)
+        return number
+
     def _domain(self, m):
         m.domains.sync = domain = ClockDomain()
         self.free.append(domain.clk)
@@ -255,25 +267,38 @@ def _bit(vector, position):
     return frame_order(vector).bit_select(position.as_unsigned()[:len(vector).bit_length()], 1)
 
 
-class StreamRules(_Harness):
+class _BlockHarness(_Harness):
+    """A harness around one block: its stream ports driven and watched, its
+    ``config_ports`` held idle (the tables stay as they were at reset)."""
+
+    def __init__(self, block, config_ports):
+        super().__init__()
+        self.block = block
+        self.config_ports = tuple(config_ports)
+
+    def _setup(self, m):
+        """The domain, the block, its config ports quiet: ``(block, inputs, outputs)``."""
+        self._domain(m)
+        m.submodules.block = block = self.block
+        inputs, outputs = stream_ports(block, self.config_ports)
+        for name in self.config_ports:
+            self._quiet(m, getattr(block, name))
+        return block, inputs, outputs
+
+
+class StreamRules(_BlockHarness):
     """The output stream rules, no output before an input, and no more frame ends out
     than frames in, for ``block`` (a component with stream ports; ``config_ports`` are
     held idle, so the tables stay as they were at reset). Covers: a frame end goes out on
     each output, and (``error`` set) one with ``error``."""
 
     def __init__(self, block, *, config_ports=(), count_width=5):
-        super().__init__()
-        self.block = block
-        self.config_ports = tuple(config_ports)
+        super().__init__(block, config_ports)
         self.count_width = count_width
 
     def elaborate(self, platform):
         m = Module()
-        self._domain(m)
-        m.submodules.block = block = self.block
-        inputs, outputs = stream_ports(block, self.config_ports)
-        for name in self.config_ports:
-            self._quiet(m, getattr(block, name))
+        block, inputs, outputs = self._setup(m)
         took_any = Signal()
         transfers = {name: self._drive_input(m, getattr(block, name), name)
                      for name in inputs}
@@ -345,25 +370,19 @@ class ReadyMiter(_Harness):
         return m
 
 
-class FrameLiveness(_Harness):
+class FrameLiveness(_BlockHarness):
     """Bounded liveness: with every output's ready held high, a frame offered on the
     inputs (any beats, then nothing more once each input has taken its ``last``) ends on
     every output, exactly once, at most ``bound`` cycles after its last input transfer
     (the cycles counted as the ``latency`` property counts them)."""
 
     def __init__(self, block, *, bound, config_ports=()):
-        super().__init__()
-        self.block = block
+        super().__init__(block, config_ports)
         self.bound = bound
-        self.config_ports = tuple(config_ports)
 
     def elaborate(self, platform):
         m = Module()
-        self._domain(m)
-        m.submodules.block = block = self.block
-        inputs, outputs = stream_ports(block, self.config_ports)
-        for name in self.config_ports:
-            self._quiet(m, getattr(block, name))
+        block, inputs, outputs = self._setup(m)
         ends = []
         for name in inputs:
             port = getattr(block, name)
@@ -393,7 +412,7 @@ class FrameLiveness(_Harness):
         return m
 
 
-class WordFaults(_Harness):
+class WordFaults(_BlockHarness):
     """A decoder's frame ends without ``error`` only after its whole input frame was
     taken and only if no word of it had a word fault (``docs/bitstream.md``, "Faults in
     words": a non-final word whose ``bits`` is not the word width, or a word whose
@@ -401,28 +420,15 @@ class WordFaults(_Harness):
     on ``i``. Covers: a frame that ends without error."""
 
     def __init__(self, block, *, config_ports=(), count_width=4):
-        super().__init__()
-        self.block = block
-        self.config_ports = tuple(config_ports)
+        super().__init__(block, config_ports)
         self.count_width = count_width
 
     def elaborate(self, platform):
         m = Module()
-        self._domain(m)
-        m.submodules.block = block = self.block
-        inputs, outputs = stream_ports(block, self.config_ports)
-        for name in self.config_ports:
-            self._quiet(m, getattr(block, name))
+        block, inputs, outputs = self._setup(m)
         transfers = {name: self._drive_input(m, getattr(block, name), name)
                      for name in inputs}
-        number = self._free(m, self.count_width, "number")
-        started = Signal()
-        held = Signal.like(number)
-        m.d.sync += started.eq(1)
-        with m.If(~started):
-            m.d.sync += held.eq(number)
-        with m.Else():
-            m.d.comb += Assume(number == held)
+        number = self._constant(m, self.count_width, "number")
 
         word = block.i.payload
         width = len(word.data)
@@ -556,14 +562,7 @@ class QueueOrder(_Harness):
         self._domain(m)
         m.submodules.queue = queue = self.queue
         W = queue.word_width
-        number = self._free(m, self.count_width, "number")
-        started = Signal()
-        held = Signal.like(number)
-        m.d.sync += started.eq(1)
-        with m.If(~started):
-            m.d.sync += held.eq(number)
-        with m.Else():
-            m.d.comb += Assume(number == held)
+        number = self._constant(m, self.count_width, "number")
 
         word = queue.i.payload
         taken = self._drive_input(m, queue.i, "i")
