@@ -423,8 +423,9 @@ class LinkTx(_LinkBlock):
     symbols, plus the encoder's latency, the chunk's head queue and write register (3
     cycles), the flit's finish (1), the flit's rows up to the symbol's word (up to
     ``flit_bytes / 16``), and the link side's pipeline and output queue (6);
-    ``linkcodec sim link`` measures it. Backpressure on ``o`` fills the output queue and holds the link side;
-    each stream then fills its two flits and its chunk queue, and its ``i.ready`` falls.
+    ``linkcodec sim link`` measures it. Backpressure on ``o`` fills the output queue and
+    holds the link side; each stream then fills its two flits and its chunk queue, and its
+    ``i.ready`` falls.
     ``i.ready`` depends on ``i.payload`` (a cut takes a cycle) but never on ``o.ready``.
     Every byte is a valid symbol. Reset clears every queue and flit in flight; the tables
     (set at elaboration) stay.
@@ -508,8 +509,7 @@ class LinkTx(_LinkBlock):
 
         meta_layout = data.StructLayout({
             "valid": 1, "current": range(max(2, p.streams)), "first": 1, "last": 1,
-            "final": 1, "row": range(rows), "end": range(p.flit_bytes + 1),
-            "keep": piece_bytes, "header": 32})
+            "final": 1, "row": range(rows), "end": range(p.flit_bytes + 1), "header": 32})
         meta = [Signal(meta_layout, name=f"meta{n}") for n in range(4)]
         with m.If(~sending):
             with m.If(others.any()):
@@ -536,11 +536,15 @@ class LinkTx(_LinkBlock):
         m.d.sync += [later.eq(earlier) for earlier, later in zip(meta, meta[1:])]
         # The bytes a piece keeps, from the registered row and end (the end's select
         # and these compares in one cycle were the 16-stream critical path).
+        # They go beside the pipeline, in step with ``meta[2]``, then ``meta[3]``.
         end_row, end_column = meta[1].end >> column_bits, meta[1].end[:column_bits]
-        m.d.sync += meta[2].keep.eq(Cat(*[
-            (meta[1].row < end_row) | ((meta[1].row == end_row)
-                                       & _above_constant(end_column, column))
-            for column in range(piece_bytes)]))
+        keeps = [Signal(piece_bytes, name=f"keep{n}") for n in (2, 3)]
+        m.d.sync += [
+            keeps[0].eq(Cat(*[(meta[1].row < end_row) | ((meta[1].row == end_row)
+                                                        & _above_constant(end_column, column))
+                              for column in range(piece_bytes)])),
+            keeps[1].eq(keeps[0]),
+        ]
 
         gathered = [Signal(piece_bits, name=f"gathered{index}")
                     for index in range(len(groups))]
@@ -557,7 +561,7 @@ class LinkTx(_LinkBlock):
         shaped = meta[3]
         out = []
         for column in range(piece_bytes):
-            kept = Mux(shaped.keep[column], _byte_of_row(selected, column, piece_bytes), 0)
+            kept = Mux(keeps[1][column], _byte_of_row(selected, column, piece_bytes), 0)
             if column < HEADER_BYTES:
                 kept = Mux(shaped.first,
                            shaped.header.word_select(HEADER_BYTES - 1 - column, 8), kept)
