@@ -44,9 +44,9 @@ Config port: ``i_config`` becomes a write port with a ready, ``cfg_we``, ``cfg_a
 ``cfg_data`` and ``cfg_ready``: a write happens on a cycle with ``cfg_we`` and
 ``cfg_ready`` both high (``cfg_data`` goes to ``cfg_addr``). A write that meets
 ``cfg_ready`` low waits: hold ``cfg_we``, ``cfg_addr`` and ``cfg_data`` until it is
-high. ``cfg_ready`` is the block's ``i_config.ready``: the QLC blocks tie it high; the
-Huffman and exponent blocks lower it while a bank switch is pending (see
-:mod:`linkcodec.rtl.huffman` and :mod:`linkcodec.rtl.exponent`).
+high. ``cfg_ready`` is the block's ``i_config.ready``: every block lowers it while a bank
+switch is pending (see :mod:`linkcodec.rtl.qlc`, :mod:`linkcodec.rtl.huffman` and
+:mod:`linkcodec.rtl.exponent`).
 """
 
 from amaranth.hdl import Cat, ClockDomain, Const, DomainRenamer, Module, Shape

@@ -64,7 +64,7 @@ from amaranth.lib.wiring import In, Out
 from ..golden.exponent import TABLE_SIZE, VALUE_BITS, ExponentTable
 from .bitpack import BitPacker, WordQueue, concatenation_tree, frame_order, pipeline_stage
 from .block import LanedBlock
-from .table import ConfigTable
+from .table import ConfigTable, bank_switch
 from .payload import (check_lanes, check_word_width, config_write_layout, symbol_layout,
                       word_layout)
 
@@ -75,8 +75,8 @@ __all__ = ["LANES", "DEFAULT_TABLE", "ESCAPE_BITS", "SWITCH_ADDR", "config_layou
 #: The lane counts both blocks take.
 LANES = (4, 8, 16)
 
-#: The table the blocks hold unless told otherwise: the 7 binades around 1.0 (exponents 124..130, the
-#: nearest to 127 first), the ones unit-scale activations fill.
+#: The table the blocks hold unless told otherwise: the 7 binades around 1.0 (exponents
+#: 124..130, the nearest to 127 first), the ones unit-scale activations fill.
 DEFAULT_TABLE = ExponentTable((127, 126, 128, 125, 129, 124, 130))
 
 #: Bits of an escaped exponent in the escapes stream.
@@ -183,11 +183,11 @@ class _ExponentBlock(LanedBlock):
         is a table (it names the working bank), so it is reset-less; a reset is a frame
         boundary, so a switch pending at reset takes effect there. ``pending`` is stream
         state and resets to 0, after that switch."""
-        active = Signal(reset_less=True)
-        pending = Signal()
         write = Signal()
         m.d.comb += write.eq(self.i_config.valid & self.i_config.ready)
         addr = self.i_config.payload.addr
+        switch = bank_switch(m, self.i_config, boundary=boundary, switch_addr=SWITCH_ADDR)
+        active = switch.active
         # A memory of both banks (the bank in the top address bit), every entry read at
         # once. A memory, not registers: its write is a clocked ``if``, and its contents
         # an ``initial`` block, so even a config port left undriven in a 4-state
@@ -204,22 +204,7 @@ class _ExponentBlock(LanedBlock):
             for index, port in enumerate(ports):
                 m.d.comb += port.addr.eq(which * _BANK_ENTRIES + index)
             banks.append([port.data for port in ports])
-        bank = Signal()
-        m.d.comb += bank.eq(active ^ (pending & boundary))
-        # (``bank`` leaves the reset out: nothing read in a reset cycle is used.)
-        flip = Signal()
-        m.d.comb += flip.eq(pending & (boundary | ResetSignal(allow_reset_less=True)))
-        # Assigned every cycle, not under an If: Verilog then computes it with a
-        # continuous assignment, which a 4-state simulator evaluates at time 0 (under an
-        # If the reset-less register would latch X at its first edge; see the Huffman
-        # blocks).
-        m.d.sync += active.eq(active ^ flip)
-        requested = Signal()
-        m.d.comb += requested.eq(write & (addr == SWITCH_ADDR))
-        with m.If(flip):
-            m.d.sync += pending.eq(0)
-        with m.Elif(requested):
-            m.d.sync += pending.eq(1)
+        bank, pending, requested = switch.bank, switch.pending, switch.requested
 
         def exponents(which):
             return [Mux(which, high, low) for low, high in zip(*banks)]

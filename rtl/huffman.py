@@ -54,7 +54,7 @@ from .bitpack import (BitPacker, WordQueue, bits_at, concatenation_tree, frame_o
                       pipeline_stage)
 from .block import LanedBlock, decoder_signature, encoder_signature
 from .payload import check_lanes, config_write_layout
-from .table import ConfigRegisters, ConfigTable
+from .table import ConfigRegisters, ConfigTable, bank_switch, two_bank_table
 from .window import beat_end, jump_loop, pick, window_geometry
 
 __all__ = [
@@ -233,50 +233,17 @@ class _HuffmanBlock(LanedBlock):
         return self.tables
 
     def _table(self, m, name, *, shape, init, read_ports, idle_bank, hit, index, data=None):
-        """A two-bank table (bank in the top address bit) with registered reads, whose
-        config writes at ``index`` (when ``hit``) go to ``idle_bank``: ``data``, default
-        the write's data."""
-        depth = len(init)
-        table = ConfigTable(shape=shape, depth=2 * depth, init=list(init) * 2,
-                            read_ports=read_ports, config_layout=config_layout,
-                            registered=True)
-        m.submodules[name] = table
-        width = (depth - 1).bit_length()
-        m.d.comb += [table.config.valid.eq(self.i_config.valid & self.i_config.ready & hit),
-                     table.config.payload.addr.eq(Cat(index[:width], idle_bank)),
-                     table.config.payload.data.eq(
-                         self.i_config.payload.data if data is None else data)]
-        return table.read
+        """A two-bank table (:func:`~.table.two_bank_table`) on ``i_config``."""
+        return two_bank_table(m, name, self.i_config, shape=shape, init=init,
+                              read_ports=read_ports, idle_bank=idle_bank, hit=hit,
+                              index=index, data=data)
 
     def _switch(self, m, boundary):
-        """The bank logic: ``(active, bank, pending)``, the bank in use, the bank of work
-        that starts this cycle (a pending switch takes effect when ``boundary``) and the
-        pending flag.
-
-        ``active`` is a table (it names the working codebook), so it is reset-less; a
-        reset is a frame boundary, so a switch pending at reset takes effect there.
-        ``pending`` is stream state and resets to 0, after that switch."""
-        active = Signal(reset_less=True)
-        pending = Signal()
-        switch_now = Signal()
-        bank = Signal()
-        m.d.comb += [switch_now.eq(pending & boundary), bank.eq(active ^ switch_now)]
-        requested = (self.i_config.valid & self.i_config.ready
-                     & (self.i_config.payload.addr == SWITCH_ADDR))
-        # (``bank`` leaves the reset out: nothing read in a reset cycle is used.)
-        flip = Signal()
-        m.d.comb += flip.eq(pending & (boundary | ResetSignal(allow_reset_less=True)))
-        # Assigned every cycle, not under an If: Verilog then computes the next value
-        # with a continuous assignment, which a 4-state simulator evaluates at time 0.
-        # Under an If it is an `always @*` block, which nothing here ever wakes (the
-        # register has no reset to change), so the register would latch X at its
-        # first clock edge and keep it.
-        m.d.sync += active.eq(active ^ flip)
-        with m.If(flip):
-            m.d.sync += pending.eq(0)
-        with m.Elif(requested):
-            m.d.sync += pending.eq(1)
-        return active, bank, pending
+        """The bank logic (:func:`~.table.bank_switch`): ``(active, bank, pending)``, the
+        bank in use, the bank of work that starts this cycle (a pending switch takes
+        effect when ``boundary``) and the pending flag."""
+        banks = bank_switch(m, self.i_config, boundary=boundary, switch_addr=SWITCH_ADDR)
+        return banks.active, banks.bank, banks.pending
 
 
 class HuffmanEncoder(_HuffmanBlock):

@@ -1,32 +1,39 @@
 """Quad Length Code (QLC) encoder and decoder for FP8 e4m3 symbols.
 
 The bitstream is defined in ``docs/bitstream.md``; the golden model is
-:mod:`linkcodec.golden.qlc`. Both blocks hold their tables in registers and a
-:class:`~amaranth.lib.memory.Memory`, set at elaboration from a
-:class:`~linkcodec.golden.qlc.QlcCode` and rewritable at run time through ``i_config``, so
-a new distribution needs no new synthesis.
+:mod:`linkcodec.golden.qlc`. Both blocks hold their tables in two banks (memories and
+registers), set at elaboration from a :class:`~linkcodec.golden.qlc.QlcCode` and
+rewritable at run time through ``i_config``, so a new distribution needs no new synthesis,
+and a new code loads while the other one works.
 
-Config port (``i_config``, always ready, one write per transfer):
+Config port (``i_config``, one write per transfer):
 
-=================  ==========================================================
-``addr``           meaning of ``data``
-=================  ==========================================================
-``0 .. 255``       table entry ``addr``: the encoder's rank of symbol ``addr``,
-                   the decoder's symbol of rank ``addr`` (``data[0:8]``)
-``256 .. 263``     area ``addr - 256``: ``data`` is an :data:`area_layout`
-                   (``suffix_bits``, ``base``, ``size``)
-=================  ==========================================================
+=====================  ======================================================
+``addr``               meaning of ``data`` (written into the *idle* bank)
+=====================  ======================================================
+``0 .. 255``           table entry ``addr``: the encoder's rank of symbol ``addr``,
+                       the decoder's symbol of rank ``addr`` (``data[0:8]``)
+``256 .. 263``         area ``addr - 256``: ``data`` is an :data:`area_layout`
+                       (``suffix_bits``, ``base``, ``size``)
+:data:`SWITCH_ADDR`    any ``data``: switch banks at the next frame boundary
+=====================  ======================================================
 
-Write the tables between frames, while the block is idle; :func:`config_writes` lists the
-writes for a code.
+**Banks.** Writes go to the idle bank. A write to :data:`SWITCH_ADDR` asks for a switch;
+it takes effect at the next frame boundary: before the first symbol (encoder) or word
+(decoder) of the next frame, at once if the block is between frames. So a code swap
+costs no idle cycle. While a switch is pending, and while a beat or word of the bank that
+became idle is still where the idle bank's tables are read, ``i_config.ready`` is low, so
+the next code's writes cannot reach a bank in use. :func:`config_writes` makes the writes
+that load a code and switch to it.
 
-**Reset** (``rst``) clears stream state and never touches a table: the table memory and
-the area registers (and, in the decoder, the areas' per-position copies) keep what was
-last loaded, or their elaboration-time contents if nothing was, so an encoder and its
-decoder reset together need no reload.
+**Reset** (``rst``) clears stream state and never touches a table: both banks of every
+table and the active-bank select keep what was last loaded, or their elaboration-time
+contents (bank 0 active) if nothing was, so an encoder and its decoder reset together
+need no reload. A bank switch still pending at reset takes effect at the reset: a reset
+is a frame boundary, and so both ends of a link reset together end up on the same bank.
 """
 
-from amaranth.hdl import Module, Signal, Mux
+from amaranth.hdl import Cat, Module, Signal, Mux
 from amaranth.lib import data, wiring
 
 from ..golden.qlc import QlcCode
@@ -34,12 +41,12 @@ from .bitpack import BitPacker, bits_at, concatenation_tree, frame_order, pipeli
 from .block import LanedBlock, decoder_signature, encoder_signature
 from .payload import check_lanes
 from .payload import config_write_layout
-from .table import ConfigRegisters, ConfigTable
+from .table import ConfigRegisters, bank_switch, two_bank_table
 from .window import beat_end, jump_loop, pick, window_geometry
 
 __all__ = [
-    "MAX_CODE_LENGTH", "AREA_BASE", "area_layout", "config_layout", "default_word_width",
-    "config_writes",
+    "MAX_CODE_LENGTH", "AREA_BASE", "SWITCH_ADDR", "area_layout", "config_layout",
+    "default_word_width", "config_writes", "switch_write",
     "QlcEncoder", "QlcDecoder",
 ]
 
@@ -58,6 +65,8 @@ config_layout = config_write_layout(addr_width=9, data_width=area_layout.size)
 
 #: Config address of area 0; areas 0..7 follow the 256 table entries.
 AREA_BASE = 256
+#: A write here asks for a bank switch at the next frame boundary.
+SWITCH_ADDR = 511
 
 
 def default_word_width(lanes):
@@ -77,8 +86,15 @@ def _area_entries(code):
     ]
 
 
-def config_writes(code, *, block):
-    """The ``i_config`` writes (``dict`` of ``addr``, ``data``) that load ``code``.
+def switch_write():
+    """The config write that asks for a bank switch."""
+    return {"addr": SWITCH_ADDR, "data": 0}
+
+
+def config_writes(code, *, block, switch=True):
+    """The ``i_config`` writes (``dict`` of ``addr``, ``data``) that load ``code`` into
+    the idle bank, then (``switch``) the switch write that makes it the working one at
+    the next frame boundary.
 
     ``block`` is ``"encoder"`` (table: symbol to rank) or ``"decoder"`` (rank to symbol).
     """
@@ -91,6 +107,8 @@ def config_writes(code, *, block):
     writes = [{"addr": index, "data": int(entry)} for index, entry in enumerate(table)]
     for index, entry in enumerate(_area_entries(code)):
         writes.append({"addr": AREA_BASE + index, "data": area_layout.const(entry).as_bits()})
+    if switch:
+        writes.append(switch_write())
     return writes
 
 
@@ -114,20 +132,18 @@ class _QlcBlock(LanedBlock):
         is loaded through ``i_config``; a reset does not bring it back."""
         return self.tables
 
-    def _tables(self, m, table_init):
-        """The table memory (one registered read port per lane) and the area registers,
-        both loaded through ``i_config``; returns the read ports and the areas."""
-        m.submodules.table = table = ConfigTable(
-            shape=8, depth=256, init=[int(entry) for entry in table_init],
-            read_ports=self._lanes, config_layout=config_layout, registered=True)
-        m.submodules.areas = areas = ConfigRegisters(
-            shape=area_layout, depth=8, init=_area_entries(self.code),
-            config_layout=config_layout, base=AREA_BASE)
-        m.d.comb += self.i_config.ready.eq(1)
-        for listener in (table.config, areas.config):
-            m.d.comb += [listener.valid.eq(self.i_config.valid),
-                         listener.payload.eq(self.i_config.payload)]
-        return table.read, areas.entries
+    def _banks(self, m, boundary):
+        """The bank logic (:func:`~.table.bank_switch`) on ``i_config``; a switch takes
+        effect when ``boundary``."""
+        return bank_switch(m, self.i_config, boundary=boundary, switch_addr=SWITCH_ADDR)
+
+    def _area_write(self, active):
+        """Whether a config write (made this cycle) is to an area, and the area's index
+        in both banks (the idle bank's)."""
+        config = self.i_config
+        addr = config.payload.addr
+        hit = (config.valid & config.ready & (addr >= AREA_BASE) & (addr < AREA_BASE + 8))
+        return hit, Cat(addr[:3], ~active)
 
 
 def _one_hot(selects, values):
@@ -147,13 +163,15 @@ class QlcEncoder(_QlcBlock):
 
     Ports: ``i`` (:func:`symbol_layout` beats; a frame ends with the beat whose ``last``
     is set, and may be empty: one beat with ``count = 0, last = 1``), ``o``
-    (:func:`word_layout` words, see ``docs/bitstream.md``), ``i_config`` (table writes).
+    (:func:`word_layout` words, see ``docs/bitstream.md``), ``i_config`` (table writes
+    and the bank switch, see the module docstring).
 
     A feed-forward pipeline in front of a :class:`~.bitpack.BitPacker`, every register
     moving while the packer's registered ``i.ready`` is high:
 
-    1. the rank table is read (a registered read, a block RAM per lane) and its data
-       registered again, since a block RAM's data comes late in the cycle;
+    1. the rank table is read at ``{bank, symbol}`` (a registered read, a block RAM per
+       lane: two banks of 256 entries) and its data registered again, since a block RAM's
+       data comes late in the cycle; the beat's bank's 8 areas are registered beside it;
     2. each lane subtracts every area's base from its rank at once: the borrows give the
        area, the difference its suffix;
     3. each lane's code is aligned to the top of 11 bits, with its length (0 for a lane
@@ -172,11 +190,16 @@ class QlcEncoder(_QlcBlock):
     whole pipeline holds; nothing is lost, and ``i.ready`` never depends on ``o.ready``.
     Every byte is a valid symbol; a ``count`` above ``lanes`` is taken as ``lanes``.
 
+    ``i_config.ready`` is low while a bank switch is pending, and for the cycles that a
+    beat of the bank that became idle waits in the read stage (under backpressure).
+
     Reset: clears stream state (the pipeline, the packer's partial word and queue: a frame
-    in flight is lost, and the next beat starts a frame) and never touches a table: the
-    rank table and the area registers keep what was last loaded. On an FPGA the tables
-    come up with their elaboration-time contents; on an ASIC a memory or reset-less flop
-    has no defined power-up contents, so load every table after power-up there.
+    in flight is lost, and the next beat starts a frame) and never touches a table: both
+    banks of the rank table and of the area registers, and the active-bank select, keep
+    what was last loaded; a switch pending at reset takes effect at the reset. On an FPGA
+    the tables come up with their elaboration-time contents; on an ASIC a memory or
+    reset-less flop has no defined power-up contents, so load every table after power-up
+    there.
     """
 
     def __init__(self, *, lanes=1, word_width=None, tables=None):
@@ -192,7 +215,6 @@ class QlcEncoder(_QlcBlock):
     def elaborate(self, platform):
         m = Module()
         lanes = self._lanes
-        reads, areas = self._tables(m, self.code.symbol_to_rank)
 
         m.submodules.packer = packer = BitPacker(
             chunk_width=MAX_CODE_LENGTH * lanes, word_width=self._word_width)
@@ -200,24 +222,57 @@ class QlcEncoder(_QlcBlock):
         step = packer.i.ready             # a register: every stage moves while it is high
         m.d.comb += self.i.ready.eq(step)
 
+        # -- banks: the rank table (a block RAM) and the area registers, two of each ----
+        # Frame boundary: no beat of a frame taken yet since the last frame's end.
+        in_frame = Signal()
+        with m.If(self.i.valid & step):
+            m.d.sync += in_frame.eq(~self.i.payload.last)
+        banks = self._banks(m, ~in_frame)
+        config = self.i_config.payload
+        reads = two_bank_table(
+            m, "table", self.i_config, shape=8,
+            init=[int(entry) for entry in self.code.symbol_to_rank], read_ports=lanes,
+            idle_bank=~banks.active, hit=config.addr < 256, index=config.addr)
+        m.submodules.areas = area_registers = ConfigRegisters(
+            shape=area_layout, depth=16, init=_area_entries(self.code) * 2,
+            config_layout=config_layout)
+        area_hit, area_index = self._area_write(banks.active)
+        m.d.comb += [area_registers.config.valid.eq(area_hit),
+                     area_registers.config.payload.addr.eq(area_index),
+                     area_registers.config.payload.data.eq(config.data)]
+
         stage = pipeline_stage(m, step)
 
-        # 1: the table read; the beat's count (clamped) and last travel beside it.
+        # 1: the table read, at the beat's bank; the beat's count (clamped), last and
+        # bank travel beside it.
         for lane in range(lanes):
-            m.d.comb += [reads[lane].addr.eq(self.i.payload.symbols[lane]),
+            m.d.comb += [reads[lane].addr.eq(Cat(self.i.payload.symbols[lane], banks.bank)),
                          reads[lane].en.eq(step)]
         if lanes > 1:
             clamped = Mux(self.i.payload.count > lanes, lanes, self.i.payload.count)
         else:                   # a 1-bit count cannot exceed one lane
             clamped = self.i.payload.count
-        valid = stage("read_valid", 1, self.i.valid)
+        read_valid = valid = stage("read_valid", 1, self.i.valid)
         count = stage("read_count", range(lanes + 1), clamped)
         last = stage("read_last", 1, self.i.payload.last)
+        read_bank = stage("read_bank", 1, banks.bank)
         # A block RAM's read data comes late in the cycle (about 6 ns): register it alone.
         ranks = [stage(f"rank{lane}", 8, reads[lane].data) for lane in range(lanes)]
         valid = stage("rank_valid", 1, valid)
         count = stage("rank_count", range(lanes + 1), count)
         last = stage("rank_last", 1, last)
+        # The beat's bank's areas, taken into registers beside its ranks, so stage 2
+        # reads flip-flops as with one bank. Writes wait while a beat of the bank that
+        # became idle is still in the read stage (its areas not yet taken).
+        areas = [{"suffix_bits": stage(f"rank_suffix_bits{index}", 4, Mux(
+                      read_bank, area_registers.entries[8 + index].suffix_bits,
+                      area_registers.entries[index].suffix_bits)),
+                  "base": stage(f"rank_base{index}", 9, Mux(
+                      read_bank, area_registers.entries[8 + index].base,
+                      area_registers.entries[index].base))}
+                 for index in range(8)]
+        m.d.comb += self.i_config.ready.eq(
+            ~banks.pending & ~(read_valid & (read_bank != banks.active)))
 
         # 2: each lane's area, suffix, pad and length (0 past `count`). Areas take
         # consecutive ranks, so a rank's area is the last one whose base is at or below it
@@ -227,7 +282,8 @@ class QlcEncoder(_QlcBlock):
         pads, lengths = [], []
         for index in range(8):
             bits = Signal(4, name=f"suffix_bits_{index}")
-            m.d.comb += bits.eq(Mux(areas[index].suffix_bits > 8, 8, areas[index].suffix_bits))
+            m.d.comb += bits.eq(Mux(areas[index]["suffix_bits"] > 8, 8,
+                                    areas[index]["suffix_bits"]))
             pad = Signal(4, name=f"pad_{index}")
             m.d.comb += pad.eq(8 - bits)
             pads.append(pad)
@@ -236,7 +292,7 @@ class QlcEncoder(_QlcBlock):
         for lane in range(lanes):
             rank = ranks[lane]
             differences = [Signal(10, name=f"difference{lane}_{index}") for index in range(8)]
-            m.d.comb += [difference.eq(rank - areas[index].base)
+            m.d.comb += [difference.eq(rank - areas[index]["base"])
                          for index, difference in enumerate(differences)]
             at_or_above = [~difference[9] for difference in differences]   # no borrow
             # Area 0 also takes a rank below every base, as the golden model does.
@@ -363,18 +419,18 @@ class QlcDecoder(_QlcBlock):
         pos_width = (Q * W).bit_length()            # a bit position in the window
         target_width = (W - 1 + MAX_CODE_LENGTH * M).bit_length()   # a target in a word
 
-        # -- tables: the rank-to-symbol block RAM, copies of the areas in LUT RAM ---------
-        m.submodules.table = table = ConfigTable(
-            shape=8, depth=256, init=[int(entry) for entry in self.code.rank_to_symbol],
-            read_ports=N, config_layout=config_layout, registered=True)
-        m.d.comb += [self.i_config.ready.eq(1),
-                     table.config.valid.eq(self.i_config.valid),
-                     table.config.payload.eq(self.i_config.payload)]
-        areas = _area_entries(self.code)
+        # -- banks, the tables: the rank-to-symbol block RAM, copies of the areas in LUT RAM
+        in_frame = Signal()          # the queue's head is inside a frame
+        banks = self._banks(m, ~in_frame)
+        old_in_use = Signal()        # a word or group of the bank that became idle is in flight
+        m.d.comb += self.i_config.ready.eq(~banks.pending & ~old_in_use)
         config = self.i_config.payload
-        area_write = Signal()
-        m.d.comb += area_write.eq(self.i_config.valid & (config.addr >= AREA_BASE)
-                                  & (config.addr < AREA_BASE + 8))
+        table_reads = two_bank_table(
+            m, "table", self.i_config, shape=8,
+            init=[int(entry) for entry in self.code.rank_to_symbol], read_ports=N,
+            idle_bank=~banks.active, hit=config.addr < 256, index=config.addr)
+        areas = _area_entries(self.code)
+        area_write, area_index = self._area_write(banks.active)
         # A suffix width over 8 (not a layout) is taken as 8, so every code has a length
         # of 3..11 and the loop moves on whatever the tables hold.
         written = area_layout(config.data)
@@ -390,29 +446,32 @@ class QlcDecoder(_QlcBlock):
         lane_area_value = Cat(suffix_bits, written.base, limit)
 
         def area_table(name, *, whole):
-            """A copy of the 8 areas, loaded by the same config writes, with one
-            asynchronous read port: a lane's entry, or only the suffix width."""
+            """A copy of the 8 areas of both banks (the bank in the top address bit),
+            loaded by the same config writes, with one asynchronous read port: a lane's
+            entry, or only the suffix width."""
             if whole:
                 init = [{"suffix_bits": entry["suffix_bits"], "base": entry["base"],
                          "limit": entry["size"] << (8 - entry["suffix_bits"])}
                         for entry in areas]
             else:
                 init = [entry["suffix_bits"] for entry in areas]
-            memory = Memory(shape=lane_area_layout if whole else 4, depth=8, init=init)
+            memory = Memory(shape=lane_area_layout if whole else 4, depth=16, init=init * 2)
             m.submodules[name] = memory
             write = memory.write_port()
-            m.d.comb += [write.en.eq(area_write), write.addr.eq(config.addr[:3]),
+            m.d.comb += [write.en.eq(area_write), write.addr.eq(area_index),
                          write.data.eq(lane_area_value if whole else suffix_bits)]
             return memory.read_port(domain="comb")
 
-        def prefix_of(bits):
-            """The area a code's first 3 bits (frame order) name."""
-            return Cat(bits[2], bits[1], bits[0])
+        def prefix_of(bits, bank):
+            """The area a code's first 3 bits (frame order) name, in ``bank``."""
+            return Cat(bits[2], bits[1], bits[0], bank)
 
         # -- input: word faults, then the queue ------------------------------------------
         m.submodules.queue = queue = WordQueue(word_width=W)
         wiring.connect(m, wiring.flipped(self.i), queue.i)
         head = queue.head
+        with m.If(queue.take):
+            m.d.sync += in_frame.eq(~head.end)
 
         # -- jump targets at every bit position of the head word ---------------------------
         # The code ``level`` codes after the one at x starts at x + 3 * level + excess[x],
@@ -423,14 +482,16 @@ class QlcDecoder(_QlcBlock):
         excess = []
         for position in range(W + MAX_CODE_LENGTH * (M - 1)):
             read = area_table(f"length{position}", whole=False)
-            m.d.comb += read.addr.eq(prefix_of(bits[position:position + 3]))
+            m.d.comb += read.addr.eq(prefix_of(bits[position:position + 3], banks.bank))
             excess.append(read.data)
         # The word travels with its targets; from level 4 on, a register stage between
         # levels, so a cycle holds one pick and one add. ``ready`` flows back from the
         # window; a stage loads when it is empty or its word moves on.
-        word = {"end": head.end, "fault": head.fault, "bits": head.bits, "data": head.data}
+        word = {"end": head.end, "fault": head.fault, "bits": head.bits, "data": head.data,
+                "bank": banks.bank}
         valid = queue.head_ready
         loads = []                                   # each stage's load enable, in order
+        in_flight = []               # (valid, bank) of every stage after the queue
         level = 1
         while level < M:
             if level > 1:
@@ -445,6 +506,7 @@ class QlcDecoder(_QlcBlock):
                     m.d.sync += [registered[key].eq(value) for key, value in word.items()]
                     m.d.sync += [register.eq(value) for register, value in zip(kept, excess)]
                 loads.append((load, here))
+                in_flight.append((here, registered["bank"]))
                 valid, word, excess = here, registered, kept
             spread = (MAX_CODE_LENGTH - _MIN_CODE_LENGTH) * level      # excess 0 .. spread
             further = [
@@ -459,14 +521,15 @@ class QlcDecoder(_QlcBlock):
         # One register stage between the targets and the window: a slot loads from
         # flip-flops, so the targets' logic is not copied for each slot.
         slot_layout = data.StructLayout({
-            "valid": 1, "end": 1, "fault": 1, "bits": head.bits.shape(), "data": W,
+            "valid": 1, "bank": 1, "end": 1, "fault": 1, "bits": head.bits.shape(), "data": W,
             "targets": data.ArrayLayout(target_width, W)})
         prepared = Signal(slot_layout)
         take = Signal()                              # the window takes the prepared word
         load = Signal()
         m.d.comb += load.eq(~prepared.valid | take)
         with m.If(load):
-            m.d.sync += [prepared.valid.eq(valid), prepared.end.eq(word["end"]),
+            m.d.sync += [prepared.valid.eq(valid), prepared.bank.eq(word["bank"]),
+                         prepared.end.eq(word["end"]),
                          prepared.fault.eq(word["fault"]), prepared.bits.eq(word["bits"]),
                          prepared.data.eq(word["data"])]
             m.d.sync += [prepared.targets[position].eq(targets[position])
@@ -495,8 +558,17 @@ class QlcDecoder(_QlcBlock):
 
         # Frame facts that travel with a group.
         ctrl = {"valid": step | done, "done": done, "end_known": end_known,
-                "end_pos": end_pos, "fault": end_fault, "group_end": group_end}
-        ctrl = {key: stage(f"group_{key}", value) for key, value in ctrl.items()}
+                "end_pos": end_pos, "fault": end_fault, "group_end": group_end,
+                "bank": slots[0].bank}
+
+        def restage(prefix, ctrl):
+            """``ctrl`` in the next stage's registers, named ``prefix_<key>``; the stage's
+            valid and bank are in flight."""
+            ctrl = {key: stage(f"{prefix}_{key}", value) for key, value in ctrl.items()}
+            in_flight.append((ctrl["valid"], ctrl["bank"]))
+            return ctrl
+
+        ctrl = restage("group", ctrl)
         window_bits = stage("group_bits", Cat(*[frame_order(slot.data) for slot in slots]))
         subs = [stage(f"group_jump{index}", at) for index, at in enumerate(jumps[:S])]
 
@@ -509,7 +581,7 @@ class QlcDecoder(_QlcBlock):
             bits_at(window_bits, at, segment_width, last_start + MAX_CODE_LENGTH * M * index)
             for index, at in enumerate(subs)])
         subs = forward("segment_at", subs)
-        ctrl = {key: stage(f"segment_{key}", value) for key, value in ctrl.items()}
+        ctrl = restage("segment", ctrl)
 
         # Lane M * sub + i is code i of jump ``sub``: one code length at a time.
         lanes = [None] * N
@@ -524,7 +596,7 @@ class QlcDecoder(_QlcBlock):
                 segments = forward(f"code{i}_segment", segments)
                 subs = forward(f"code{i}_at", subs)
                 offsets = forward(f"code{i}_offset", offsets)
-                ctrl = {key: stage(f"code{i}_{key}", value) for key, value in ctrl.items()}
+                ctrl = restage(f"code{i}", ctrl)
                 lanes = [None if lane is None else
                          {key: stage(f"code{i}_lane{index}_{key}", value)
                           for key, value in lane.items()}
@@ -533,7 +605,7 @@ class QlcDecoder(_QlcBlock):
                 lane = M * sub + i
                 code = codes[sub]
                 read = area_table(f"area{lane}", whole=True)
-                m.d.comb += read.addr.eq(prefix_of(code))
+                m.d.comb += read.addr.eq(prefix_of(code, ctrl["bank"]))
                 entry = read.data
                 field = code[3:][::-1]            # the 8 bits after the prefix, MSB first
                 at = Signal(pos_width + 1, name=f"lane{lane}_at")
@@ -550,7 +622,7 @@ class QlcDecoder(_QlcBlock):
                                "suffix_bits": entry.suffix_bits}
                 offsets[sub] = (offsets[sub] + _MIN_CODE_LENGTH
                                 + entry.suffix_bits)[:len(offsets[sub])]
-            ctrl = {key: stage(f"lanes{i}_{key}", value) for key, value in ctrl.items()}
+            ctrl = restage(f"lanes{i}", ctrl)
             segments = forward(f"lanes{i}_segment", segments)
             subs = forward(f"lanes{i}_at", subs)
             offsets = forward(f"lanes{i}_offset", offsets)
@@ -562,9 +634,10 @@ class QlcDecoder(_QlcBlock):
         # The beat: symbols up to the first lane that is not good; the frame ends there,
         # with an error unless that lane is past the frame's end in a frame with no fault.
         beat_count, beat_last, beat_error, dropping = beat_end(m, lanes, ctrl, advance)
-        for lane, read in zip(lanes, table.read):
+        for lane, read in zip(lanes, table_reads):
             suffix = lane["field"] >> (8 - lane["suffix_bits"])[:4]
-            m.d.comb += [read.addr.eq((lane["base"] + suffix)[:8]), read.en.eq(advance)]
+            m.d.comb += [read.addr.eq(Cat((lane["base"] + suffix)[:8], ctrl["bank"])),
+                         read.en.eq(advance)]
         with m.If(advance):
             m.d.sync += [
                 self.o.valid.eq(ctrl["valid"] & ~dropping),
@@ -572,7 +645,16 @@ class QlcDecoder(_QlcBlock):
                 self.o.payload.last.eq(beat_last),
                 self.o.payload.error.eq(beat_error),
             ]
-        for index, read in enumerate(table.read):
+        for index, read in enumerate(table_reads):
             m.d.comb += self.o.payload.symbols[index].eq(
                 Mux(index < self.o.payload.count, read.data, 0))
+
+        # Words and groups of the bank that became idle are still in flight: hold config
+        # writes (the beat in ``o`` has read its symbols already).
+        in_flight += [(prepared.valid, prepared.bank)]
+        in_flight += [(slot.valid, slot.bank) for slot in slots]
+        old = 0
+        for valid_, which in in_flight:
+            old = old | (valid_ & (which != banks.active))
+        m.d.comb += old_in_use.eq(old)
         return m

@@ -21,12 +21,13 @@ up at power-up with ``init``; on an ASIC a memory or a reset-less flop has no de
 power-up contents, so there every table must be written after power-up.
 """
 
-from amaranth.hdl import Module, Shape, Signal
+from amaranth.hdl import Cat, Module, ResetSignal, Shape, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["config_listener", "ConfigTable", "ConfigRegisters"]
+__all__ = ["config_listener", "ConfigTable", "ConfigRegisters", "BankSwitch", "bank_switch",
+           "two_bank_table"]
 
 
 def config_listener(config_layout):
@@ -147,3 +148,69 @@ class ConfigRegisters(_Loaded):
                     with m.Case(entry):
                         m.d.sync += self.entries[entry].eq(value)
         return m
+
+
+class BankSwitch:
+    """The bank logic of a block whose tables have two banks (see :func:`bank_switch`).
+
+    ``active`` is the bank in use, ``bank`` the bank of the work that starts this cycle,
+    ``pending`` a switch asked for and not yet made, ``requested`` a switch asked for
+    this cycle."""
+
+    def __init__(self, active, bank, pending, requested):
+        self.active, self.bank, self.pending, self.requested = active, bank, pending, requested
+
+
+def bank_switch(m, config, *, boundary, switch_addr):
+    """The bank logic every two-bank block shares, added to ``m``; a :class:`BankSwitch`.
+
+    ``config`` is the block's config stream (a write is ``valid & ready``; ``ready`` is
+    the caller's), ``boundary`` is high when the block is between frames, and a write to
+    ``switch_addr`` asks for a switch. A switch asked for takes effect at the next
+    ``boundary`` (at once if the block is between frames): ``bank`` is then the new bank,
+    and ``active`` becomes it at the clock edge. Config writes go to ``~active``, the
+    idle bank (the caller's tables take that as their top address bit).
+
+    ``active`` names the working table, so it is a table itself: reset-less. A reset is
+    a frame boundary, so a switch pending at reset takes effect there; ``pending`` is
+    stream state and resets to 0, after that switch."""
+    active = Signal(reset_less=True)
+    pending = Signal()
+    requested = Signal()
+    bank = Signal()
+    m.d.comb += [requested.eq(config.valid & config.ready
+                              & (config.payload.addr == switch_addr)),
+                 bank.eq(active ^ (pending & boundary))]
+    # (``bank`` leaves the reset out: nothing read in a reset cycle is used.)
+    flip = Signal()
+    m.d.comb += flip.eq(pending & (boundary | ResetSignal(allow_reset_less=True)))
+    # Assigned every cycle, not under an If: Verilog then computes the next value with a
+    # continuous assignment, which a 4-state simulator evaluates at time 0. Under an If it
+    # is an `always @*` block, which nothing here ever wakes (the register has no reset
+    # to change), so the register would latch X at its first clock edge and keep it.
+    m.d.sync += active.eq(active ^ flip)
+    with m.If(flip):
+        m.d.sync += pending.eq(0)
+    with m.Elif(requested):
+        m.d.sync += pending.eq(1)
+    return BankSwitch(active, bank, pending, requested)
+
+
+def two_bank_table(m, name, config, *, shape, init, read_ports, idle_bank, hit, index,
+                   data=None):
+    """A :class:`ConfigTable` of two banks of ``init`` (the bank in the top address
+    bit), with registered reads, added to ``m`` as ``name``; returns its read ports.
+
+    A config write on ``config`` (``valid & ready``) that ``hit`` selects goes to entry
+    ``index`` of ``idle_bank``: ``data``, default the write's data. A read's address is
+    ``Cat(entry, bank)``."""
+    depth = len(init)
+    table = ConfigTable(shape=shape, depth=2 * depth, init=list(init) * 2,
+                        read_ports=read_ports, config_layout=config.payload.shape(),
+                        registered=True)
+    m.submodules[name] = table
+    width = (depth - 1).bit_length()
+    m.d.comb += [table.config.valid.eq(config.valid & config.ready & hit),
+                 table.config.payload.addr.eq(Cat(index[:width], idle_bank)),
+                 table.config.payload.data.eq(config.payload.data if data is None else data)]
+    return table.read

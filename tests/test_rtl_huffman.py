@@ -1,7 +1,9 @@
 """What only the Huffman blocks promise, under Verilator, bit-exact against the golden
 model: extreme codebooks (15-bit codes back to back, one dominant 1-bit code), a shorter
-code length limit (``max_length``) and its refusals, a codebook swap while traffic flows,
-the bank switch's writes, non-canonical codebooks refused, every code-space window, fuzzing with real symbols and with an incomplete codebook, word faults.
+code length limit (``max_length``) and its refusals, the bank switch's writes,
+non-canonical codebooks refused, every code-space window, fuzzing with real symbols and
+with an incomplete codebook, word faults. A codebook swap while traffic flows is in
+``test_banks.py``, with the QLC blocks'.
 
 The contract every block keeps (round trips with run-time tables at every lane count,
 latency, symbols per cycle, parameter errors, counts beyond the lanes, fuzzed words, a
@@ -161,52 +163,6 @@ def test_a_codebook_longer_than_the_limit_is_refused(cls):
         config_writes(book, block=side, max_length=11)
     with pytest.raises(ValueError, match="max_length must be 10..15, not 16"):
         config_writes(book, block=side, max_length=16)
-
-
-def _swap_run(block, lanes, frames, books, *, idle, stall, seed):
-    """``frames`` through ``block`` holding ``books[0]`` (the default codebook, at reset),
-    with ``books[1]``'s writes and the switch sent on ``i_config`` while the first frame
-    flows: frame 0 is coded with ``books[0]``, the rest with ``books[1]``."""
-    description = get_block(block)
-    inputs, expected = {"i": []}, {"o": []}
-    for index, frame in enumerate(frames):
-        book = books[0] if index == 0 else books[1]
-        frame_in, frame_out = description.frame_io(
-            frame, lanes=lanes, word_width=description.default_word_width(lanes), tables=book)
-        inputs["i"] += frame_in["i"]
-        expected["o"] += frame_out["o"]
-    inputs["i_config"] = config_writes(books[1], block=block.removeprefix("huffman-"))
-    component = description.build(lanes=lanes)
-    return run_beats(component, inputs=inputs, expected=expected, idle=idle, stall=stall,
-                     seed=seed, name=description.module_name(lanes=lanes))
-
-
-@pytest.mark.parametrize(("block", "lanes"), [block_case("huffman-encoder", 1),
-                                              block_case("huffman-decoder", 1)])
-def test_codebook_swap_while_traffic_flows(block, lanes, seed):
-    """A codebook loads into the idle bank while frame 0 flows; the switch takes effect at
-    the frame boundary, bit-exact, and costs no cycle: with no idle cycles the encoder
-    takes a beat every cycle throughout, and the decoder's beats cross the swap's frame
-    boundary as fast as they cross the others."""
-    books = (default_codebook(), real_codebook())
-    real = real_symbols(count=6000)
-    frames = [real[:2000]] + [real[2000 + 200 * index:2200 + 200 * index] for index in range(8)]
-    result = _swap_run(block, lanes, frames, books, idle="bursty", stall="bursty", seed=seed)
-    assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
-    writes = config_writes(books[1], block=block.removeprefix("huffman-"))
-    assert len(result["input_cycles"]["i_config"]) == len(writes)
-
-    result = _swap_run(block, lanes, frames, books, idle=0.0, stall=0.0, seed=1)
-    assert result["bit_exact"], first_mismatch(result)
-    if block == "huffman-encoder":
-        cycles = result["input_cycles"]["i"]
-        assert cycles[-1] - cycles[0] == len(cycles) - 1       # a beat every cycle
-    else:
-        # The cycle each frame's first and last beats leave.
-        beats, cycles = result["output"]["o"], result["output_cycles"]["o"]
-        ends = [index for index, beat in enumerate(beats) if beat["last"]]
-        gaps = [cycles[end + 1] - cycles[end] for end in ends[:-1]]
-        assert gaps[0] <= max(gaps[1:]), gaps
 
 
 def test_bank_switch_address_and_writes():

@@ -1,8 +1,8 @@
 """What reset does to a block's tables: nothing (Amaranth's simulator, no Verilator build).
 
 The rule every block keeps: reset clears stream state and never touches a table. A table
-keeps what was last loaded through the config port, and a Huffman bank switch pending at
-reset takes effect at the reset (a frame boundary), in the encoder and decoder alike.
+keeps what was last loaded through the config port, and a bank switch pending at reset
+takes effect at the reset (a frame boundary), in every encoder and decoder.
 Each test loads tables that are not the block's default, pulses reset, and checks the
 block against the golden model under the *loaded* tables.
 """
@@ -13,9 +13,6 @@ from amaranth.hdl import ClockDomain, Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from linkcodec.golden.huffman import HuffmanCodebook
-from linkcodec.rtl.huffman import config_writes as huffman_config_writes
-from linkcodec.rtl.huffman import switch_write
 from linkcodec.rtl.payload import pack, unpack
 from linkcodec.sim.beats import decoder_beats
 from linkcodec.sim.blocks import get_block
@@ -254,15 +251,17 @@ def test_pair_reset_mid_stream(codec):
     assert _simulate(top, inputs, outputs, script) == expected
 
 
-@pytest.mark.parametrize("name", ["huffman-encoder", "huffman-decoder"])
+@pytest.mark.parametrize("name", BLOCKS)
 def test_switch_pending_at_reset_takes_effect(name):
     """A bank switch asked for inside a frame waits for its end; a reset there ends the
-    frame, so the switch takes effect at the reset, in the encoder and decoder alike."""
-    block, lanes = get_block(name), 1
+    frame, so the switch takes effect at the reset, in every encoder and decoder."""
+    block, lanes = get_block(name), BLOCKS[name]
     component = block.build(lanes=lanes)
     width = component.word_width
     tables = _loaded_tables(name)
-    assert isinstance(tables, HuffmanCodebook)
+    writes = block.config_writes(tables)["i_config"]
+    assert writes[-1]["data"] == 0 and writes[-1]["addr"] not in [
+        write["addr"] for write in writes[:-1]]           # the last write is the switch
     cut, _ = block.frame_io(_frame(name, 80, seed=7), lanes=lanes, word_width=width,
                             tables=block.default_tables())
     beats, expected = block.frame_io(_frame(name, 50, seed=8), lanes=lanes,
@@ -270,13 +269,12 @@ def test_switch_pending_at_reset_takes_effect(name):
     inputs, outputs, config = _block_ports(component)
 
     async def script(bench):
-        # the codebook into the idle bank, no switch yet
-        await bench.config(component.i_config, config,
-                           huffman_config_writes(tables, block=name.split("-")[1], switch=False))
+        # the tables into the idle bank, no switch yet
+        await bench.config(component.i_config, config, writes[:-1])
         await bench.run(cut, stop_after={port: len(items) // 2 for port, items in cut.items()})
         for _ in range(4):                       # let the frame reach the bank logic
             await bench.ctx.tick()
-        await bench.config(component.i_config, config, [switch_write()])
+        await bench.config(component.i_config, config, writes[-1:])
         # still inside the frame: the switch is pending and holds config writes back
         pending = not bench.ctx.get(component.i_config.ready)
         await bench.reset()
@@ -284,4 +282,34 @@ def test_switch_pending_at_reset_takes_effect(name):
 
     pending, got = _simulate(component, inputs, outputs, script)
     assert pending, "the switch took effect before the reset: the test proves nothing"
+    assert got == expected
+
+
+@pytest.mark.parametrize("name", BLOCKS)
+def test_loads_back_to_back_between_frames(name):
+    """After a frame, two loads, each with its switch, one right behind the other and no
+    frame between: the first switch takes effect at once (the block is between frames),
+    so the second load's writes are not held for ever, and the next frame codes with
+    the second tables (the first would give other output)."""
+    block, lanes = get_block(name), BLOCKS[name]
+    component = block.build(lanes=lanes)
+    width = component.word_width
+    first, second = _loaded_tables(name, seed=1), _loaded_tables(name, seed=9)
+    before, before_out = block.frame_io(_frame(name, 60, seed=10), lanes=lanes,
+                                        word_width=width, tables=block.default_tables())
+    frame = _frame(name, 60, seed=11)
+    beats, expected = block.frame_io(frame, lanes=lanes, word_width=width, tables=second)
+    assert (beats, expected) != block.frame_io(frame, lanes=lanes, word_width=width,
+                                               tables=first)
+    inputs, outputs, config = _block_ports(component)
+
+    async def script(bench):
+        got = await bench.run(before, expect=before_out)
+        await bench.config(component.i_config, config, block.config_writes(first)["i_config"])
+        await bench.config(component.i_config, config,
+                           block.config_writes(second)["i_config"])
+        return got, await bench.run(beats, expect=expected)
+
+    got_before, got = _simulate(component, inputs, outputs, script)
+    assert got_before == before_out
     assert got == expected
