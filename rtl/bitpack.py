@@ -5,7 +5,7 @@
 counts and holds them word-aligned. Beside them, the small pieces every codec block uses
 alike: :func:`frame_order` (a word's bits in wire order), :func:`pipeline_stage` (the
 encoders' pipeline registers), :func:`mux_tree` and :func:`bits_at` (the decoders'
-selects and shifters).
+selects and shifters), and :class:`RegisterSlice` (a stream cut by registers).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 from .payload import word_layout, check_word_width
 
 __all__ = ["chunk_layout", "word_entry_layout", "frame_order", "pipeline_stage", "mux_tree",
-           "bits_at", "concatenation_tree", "BitPacker", "WordQueue"]
+           "bits_at", "concatenation_tree", "BitPacker", "WordQueue", "RegisterSlice"]
 
 
 def frame_order(word):
@@ -355,4 +355,33 @@ class WordQueue(wiring.Component):
                 with m.If(loads):
                     m.d.sync += entries[index].eq(incoming)
         m.d.sync += held.eq(held - pop + push)
+        return m
+
+
+class RegisterSlice(wiring.Component):
+    """A stream of ``shape`` payloads through two registers (a main one and a skid), so
+    that no path runs through it in a cycle: ``o.valid`` and ``o.payload`` come from the
+    main register and ``i.ready`` from the skid's valid flag.
+
+    Ports: ``i`` (in) and ``o`` (out), :class:`~amaranth.lib.stream.Signature` of
+    ``shape``. Latency 1 cycle; throughput a transfer a cycle, ``o.ready`` high or not
+    (a transfer that meets a full main register waits in the skid, and ``i.ready`` falls
+    only then). Payloads keep their order; reset empties both registers."""
+
+    def __init__(self, shape):
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        skid = Signal.like(self.i.payload)
+        skid_valid = Signal()
+        m.d.comb += self.i.ready.eq(~skid_valid)
+        with m.If(self.o.ready | ~self.o.valid):
+            # The main register moves on: from the skid, else from the input.
+            with m.If(skid_valid):
+                m.d.sync += [self.o.payload.eq(skid), self.o.valid.eq(1), skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(self.i.valid)]
+        with m.Elif(self.i.valid & ~skid_valid):
+            m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
         return m

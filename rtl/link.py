@@ -47,7 +47,7 @@ from ..golden.huffman import HuffmanCodebook
 from ..golden.link import CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, LinkFormat, canonical_qlc
 from ..golden.qlc import QlcCode
 from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
-from .bitpack import mux_tree
+from .bitpack import RegisterSlice, mux_tree
 from .payload import config_write_layout, symbol_layout, word_layout
 
 __all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "LINK_WORD_WIDTH", "LinkTx", "LinkRx",
@@ -729,27 +729,32 @@ class _RxStream(wiring.Component):
 
         # The output: raw symbols first (a raw flit starts only with no coded flit in
         # the decoder), else the decoder's, with last and error from the flit.
+        # The decoder's beats pass a register slice first, so the output's ``ready`` and
+        # the raw/decoded select stop there and do not reach the decoder's pipeline (they
+        # were the 16-stream receiver's critical path): a cycle more for coded flits.
+        m.submodules.decoded = decoded = RegisterSlice(decoder.o.payload.shape())
+        wiring.connect(m, decoder.o, decoded.i)
         flit = Signal(13)
         m.d.comb += flit.eq(decoding.r_data)
         f_count, f_last = flit[:12], flit[12]
         seen = Signal(12)                       # symbols of the decoder's flit so far
-        dec = decoder.o.payload
+        dec = decoded.o.payload
         total = seen + dec.count
         error = dec.error | (dec.last & (total != f_count))
         with m.If(raw_out_valid):
             m.d.comb += [self.o.valid.eq(1), self.o.payload.eq(raw_out)]
         with m.Else():
             m.d.comb += [
-                self.o.valid.eq(decoder.o.valid),
+                self.o.valid.eq(decoded.o.valid),
                 self.o.payload.symbols.eq(dec.symbols),
                 self.o.payload.count.eq(dec.count),
                 self.o.payload.error.eq(error),
                 self.o.payload.last.eq(dec.last & (f_last | error)),
-                decoder.o.ready.eq(self.o.ready),
+                decoded.o.ready.eq(self.o.ready),
             ]
         pushed = decoding.w_en & decoding.w_rdy
-        popped = ~raw_out_valid & decoder.o.valid & self.o.ready & dec.last
-        with m.If(~raw_out_valid & decoder.o.valid & self.o.ready):
+        popped = ~raw_out_valid & decoded.o.valid & self.o.ready & dec.last
+        with m.If(~raw_out_valid & decoded.o.valid & self.o.ready):
             m.d.sync += seen.eq(Mux(dec.last, 0, total))
         m.d.comb += decoding.r_en.eq(popped)
         m.d.sync += outstanding.eq(outstanding + pushed - popped)
@@ -768,7 +773,7 @@ class LinkRx(_LinkBlock):
     a 4-deep queue and a write stage (2 cycles when the queue is empty), a flit's words
     are buffered before it is read out (``flit_bytes / link_bytes`` cycles), then a raw
     flit's first symbol follows in 2 cycles and a coded one's after the decoder's
-    latency. Backpressure on ``o_sK`` fills stream K's two flit slots; the next flit for
+    latency and a register slice behind the decoder (1). Backpressure on ``o_sK`` fills stream K's two flit slots; the next flit for
     it then waits at the queue's head (``i.ready`` falls once the queue is full) and
     holds every stream. ``i.ready`` is the queue's: it depends neither on ``i.payload``
     nor on an output's ``ready``. Bad input: see the module's docstring. Reset clears
