@@ -217,13 +217,27 @@ class _TxStream(wiring.Component):
         info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1})
         m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=4)
 
-        symbol = self.i.payload.symbols[0]
-        has = self.i.payload.count != 0
+        # Each beat takes its symbol's code length, read as it comes in, into a register
+        # slice: the cutter's loop below then starts from registers (the length table's
+        # read was on the 16-stream transmitter's critical path), and ``i.ready`` is a
+        # register. A cycle more of latency.
+        beat_layout = data.StructLayout({"symbol": 8, "has": 1, "last": 1, "length": 5})
+        m.submodules.beats = beats = RegisterSlice(beat_layout)
+        m.d.comb += [length_read.addr.eq(self.i.payload.symbols[0]),
+                     beats.i.valid.eq(self.i.valid),
+                     beats.i.payload.symbol.eq(self.i.payload.symbols[0]),
+                     beats.i.payload.has.eq(self.i.payload.count != 0),
+                     beats.i.payload.last.eq(self.i.payload.last),
+                     beats.i.payload.length.eq(length_read.data),
+                     self.i.ready.eq(beats.i.ready)]
+        beat = beats.o
+        symbol = beat.payload.symbol
+        has = beat.payload.has
         acc = Signal(12)                  # bits of the chunk so far, coded
         count = Signal(12)                # its symbols
         coded = Signal()                  # its choice is known: coded
         new_acc = Signal(12)
-        m.d.comb += [length_read.addr.eq(symbol), new_acc.eq(acc + length_read.data)]
+        m.d.comb += new_acc.eq(acc + beat.payload.length)
         space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
@@ -233,14 +247,14 @@ class _TxStream(wiring.Component):
         entry = Signal(data.StructLayout({"symbol": 8, "has": 1, "end": 1}))
         info = Signal(info_layout)
         m.d.comb += [chunks.w_data.eq(entry), infos.w_data.eq(info),
-                     self.i.ready.eq(space & ~cut)]
+                     beat.ready.eq(space & ~cut)]
 
         def close(*, raw, count_, bits_, last):
             m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
                          info.last.eq(last), infos.w_en.eq(1)]
             m.d.sync += [acc.eq(0), count.eq(0), coded.eq(0)]
 
-        with m.If(self.i.valid & space):
+        with m.If(beat.valid & space):
             with m.If(cut):
                 # A marker entry ends the chunk; the symbol is taken next cycle.
                 m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunks.w_en.eq(1)]
@@ -248,14 +262,14 @@ class _TxStream(wiring.Component):
                 close(raw=~coded, count_=count, bits_=Mux(coded, acc, count << 3), last=0)
             with m.Else():
                 m.d.comb += [entry.symbol.eq(symbol), entry.has.eq(has),
-                             entry.end.eq(self.i.payload.last),
-                             chunks.w_en.eq(has | self.i.payload.last)]
+                             entry.end.eq(beat.payload.last),
+                             chunks.w_en.eq(has | beat.payload.last)]
                 with m.If(has):
                     m.d.sync += [acc.eq(new_acc), count.eq(count + 1)]
                 with m.If(decide):
                     m.d.sync += coded.eq(1)
                     m.d.comb += [modes.w_data.eq(0), modes.w_en.eq(1)]
-                with m.If(self.i.payload.last):
+                with m.If(beat.payload.last):
                     now_coded = coded | decide
                     total = count + has
                     with m.If(~now_coded):
@@ -420,13 +434,14 @@ class LinkTx(_LinkBlock):
     incompressible bytes need 16 and their flits' overhead, and slow to about 94 %). The
     cutter spends one more cycle a flit. Latency: a flit leaves once it is full (or its
     frame ended), so a symbol waits for the rest of its flit: about a flit's worth of
-    symbols, plus the encoder's latency, the chunk's head queue and write register (3
-    cycles), the flit's finish (1), the flit's rows up to the symbol's word (up to
-    ``flit_bytes / 16``), and the link side's pipeline and output queue (6);
-    ``linkcodec sim link`` measures it. Backpressure on ``o`` fills the output queue and
-    holds the link side; each stream then fills its two flits and its chunk queue, and its
-    ``i.ready`` falls.
-    ``i.ready`` depends on ``i.payload`` (a cut takes a cycle) but never on ``o.ready``.
+    symbols, plus the input's register slice (1), the encoder's latency, the chunk's head
+    queue and write register (3 cycles), the flit's finish (1), the flit's rows up to the
+    symbol's word (up to ``flit_bytes / 16``), the round robin's registered pick (1), and
+    the link side's pipeline and output queue (6); ``linkcodec sim link`` measures it.
+    Backpressure on ``o`` fills the output queue and holds the link side; each stream then
+    fills its two flits and its chunk queue, and its ``i.ready`` falls.
+    ``i.ready`` is a register (a register slice's): it depends neither on ``i.payload``
+    nor on ``o.ready``.
     Every byte is a valid symbol. Reset clears every queue and flit in flight; the tables
     (set at elaboration) stay.
     """
@@ -504,15 +519,20 @@ class LinkTx(_LinkBlock):
         above = others & ~((Const(2, p.streams + 1) << current) - 1)[:p.streams]
         pool = Mux(above.any(), above, others)
         lowest = (pool & -pool)[:p.streams]
+        # The pick goes through a register (its masks and the lowest-bit carry were the
+        # 16-stream critical path): it is a cycle old when used, which is safe, as a
+        # waiting flit stays until the link side takes it, and the pick is used only at a
+        # flit's last row (4 rows or more after the last switch) or while idle.
         following = Signal.like(current)
-        m.d.comb += following.eq(_index_of_one_hot(lowest))
+        follows = Signal()                # a flit waits in another stream
+        m.d.sync += [following.eq(_index_of_one_hot(lowest)), follows.eq(others.any())]
 
         meta_layout = data.StructLayout({
             "valid": 1, "current": range(max(2, p.streams)), "first": 1, "last": 1,
             "final": 1, "row": range(rows), "end": range(p.flit_bytes + 1), "header": 32})
         meta = [Signal(meta_layout, name=f"meta{n}") for n in range(4)]
         with m.If(~sending):
-            with m.If(others.any()):
+            with m.If(follows):
                 m.d.sync += [current.eq(following), sending.eq(1), row.eq(0)]
         with m.Elif(~word_start | (pending < LINK_OUT_DEPTH)):
             m.d.comb += [
@@ -529,7 +549,7 @@ class LinkTx(_LinkBlock):
                 for index, unit in enumerate(units):
                     m.d.comb += unit.flit_taken.eq(current == index)
                 m.d.sync += row.eq(0)
-                with m.If(others.any()):
+                with m.If(follows):
                     m.d.sync += current.eq(following)
                 with m.Else():
                     m.d.sync += sending.eq(0)
@@ -773,11 +793,11 @@ class LinkRx(_LinkBlock):
     a 4-deep queue and a write stage (2 cycles when the queue is empty), a flit's words
     are buffered before it is read out (``flit_bytes / link_bytes`` cycles), then a raw
     flit's first symbol follows in 2 cycles and a coded one's after the decoder's
-    latency and a register slice behind the decoder (1). Backpressure on ``o_sK`` fills stream K's two flit slots; the next flit for
-    it then waits at the queue's head (``i.ready`` falls once the queue is full) and
-    holds every stream. ``i.ready`` is the queue's: it depends neither on ``i.payload``
-    nor on an output's ``ready``. Bad input: see the module's docstring. Reset clears
-    every flit in flight; tables stay.
+    latency and a register slice behind the decoder (1). Backpressure on ``o_sK`` fills
+    stream K's two flit slots; the next flit for it then waits at the queue's head
+    (``i.ready`` falls once the queue is full) and holds every stream. ``i.ready`` is the
+    queue's: it depends neither on ``i.payload`` nor on an output's ``ready``. Bad input:
+    see the module's docstring. Reset clears every flit in flight; tables stay.
     """
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,

@@ -182,3 +182,50 @@ def test_generate_link_lints_clean(kind, tmp_path, capsys):
     ports = ["s_axis_s1_tdata", "m_axis_tdata"] if kind == "link-tx" else [
         "s_axis_tdata", "m_axis_s1_tuser"]
     assert all(f" {port}" in text for port in ["aclk", "aresetn", *ports])
+
+
+def test_input_ready_is_a_register():
+    """LinkTx's ``i_sK.ready`` and LinkRx's ``i.ready`` depend neither on their input's
+    payload nor on any output's ``ready``, in the same cycle (Amaranth's simulator):
+    with beats offered and flits flowing, a beat with a symbol and one without (a
+    symbol decides whether a chunk is cut), and each output's ``ready`` high or low,
+    read the same ``ready``."""
+    from amaranth.sim import Simulator
+
+    rng = np.random.default_rng(3)
+    for block in (LinkTx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16),
+                  LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16)):
+        inputs = [getattr(block, name) for name in block.signature.members
+                  if name.startswith("i")]
+        outputs = [getattr(block, name) for name in block.signature.members
+                   if name.startswith("o")]
+
+        def payload(port, full):
+            layout = port.payload.shape()
+            if "symbols" in layout.members:        # a symbol beat, inside a frame
+                return layout.const({"symbols": [int(rng.integers(0, 256))],
+                                     "count": int(full), "last": 0}).as_bits()
+            return int(rng.integers(0, 1 << 62)) if full else 0
+
+        changed = []
+
+        async def bench(ctx):
+            for cycle in range(400):
+                seen = set()
+                for trial in range(4):
+                    for port in inputs:
+                        ctx.set(port.valid, 1)
+                        ctx.set(port.payload.as_value(), payload(port, trial >> 1))
+                    for port in outputs:
+                        ctx.set(port.ready, trial & 1)
+                    seen.add(tuple(ctx.get(port.ready) for port in inputs))
+                changed.append(len(seen) > 1)
+                for port in outputs:
+                    ctx.set(port.ready, int(rng.random() < 0.7))
+                await ctx.tick()
+
+        sim = Simulator(block)
+        sim.add_clock(1e-8)
+        sim.add_testbench(bench)
+        sim.run()
+        assert not any(changed), f"{type(block).__name__}: i.ready followed the payload"
