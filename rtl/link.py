@@ -238,7 +238,13 @@ class _TxStream(wiring.Component):
         coded = Signal()                  # its choice is known: coded
         new_acc = Signal(12)
         m.d.comb += new_acc.eq(acc + beat.payload.length)
-        space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
+        # The cutter's writes to its three queues go through registers (its loop's
+        # compares fed the queues' write enables and data directly: the 16-stream
+        # transmitter's critical path, to a queue placed far off), so each queue keeps a
+        # place free for the write in its register.
+        chunk_en, mode_en, mode_data, info_en = Signal(), Signal(), Signal(), Signal()
+        space = ((chunks.level < CHUNK_QUEUE_DEPTH - 1) & (modes.level < modes.depth - 1)
+                 & (infos.level < infos.depth - 1))
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
         over = new_acc > body_bits
@@ -246,34 +252,36 @@ class _TxStream(wiring.Component):
         decide = has & ~coded & (count == raw_symbols) & ~over
         entry = Signal(data.StructLayout({"symbol": 8, "has": 1, "end": 1}))
         info = Signal(info_layout)
-        m.d.comb += [chunks.w_data.eq(entry), infos.w_data.eq(info),
-                     beat.ready.eq(space & ~cut)]
+        m.d.comb += beat.ready.eq(space & ~cut)
+        m.d.sync += [chunks.w_data.eq(entry), chunks.w_en.eq(chunk_en),
+                     modes.w_data.eq(mode_data), modes.w_en.eq(mode_en),
+                     infos.w_data.eq(info), infos.w_en.eq(info_en)]
 
         def close(*, raw, count_, bits_, last):
             m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
-                         info.last.eq(last), infos.w_en.eq(1)]
+                         info.last.eq(last), info_en.eq(1)]
             m.d.sync += [acc.eq(0), count.eq(0), coded.eq(0)]
 
         with m.If(beat.valid & space):
             with m.If(cut):
                 # A marker entry ends the chunk; the symbol is taken next cycle.
-                m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunks.w_en.eq(1)]
-                m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(~coded)]
+                m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunk_en.eq(1)]
+                m.d.comb += [mode_data.eq(1), mode_en.eq(~coded)]
                 close(raw=~coded, count_=count, bits_=Mux(coded, acc, count << 3), last=0)
             with m.Else():
                 m.d.comb += [entry.symbol.eq(symbol), entry.has.eq(has),
                              entry.end.eq(beat.payload.last),
-                             chunks.w_en.eq(has | beat.payload.last)]
+                             chunk_en.eq(has | beat.payload.last)]
                 with m.If(has):
                     m.d.sync += [acc.eq(new_acc), count.eq(count + 1)]
                 with m.If(decide):
                     m.d.sync += coded.eq(1)
-                    m.d.comb += [modes.w_data.eq(0), modes.w_en.eq(1)]
+                    m.d.comb += [mode_data.eq(0), mode_en.eq(1)]
                 with m.If(beat.payload.last):
                     now_coded = coded | decide
                     total = count + has
                     with m.If(~now_coded):
-                        m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(1)]
+                        m.d.comb += [mode_data.eq(1), mode_en.eq(1)]
                     close(raw=~now_coded, count_=total,
                           bits_=Mux(now_coded, Mux(has, new_acc, acc), total << 3), last=1)
 
