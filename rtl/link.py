@@ -213,9 +213,9 @@ class _TxStream(wiring.Component):
             shape=unsigned(5), depth=256, init=_code_lengths(p.codec, p.tables))
         length_read = lengths.read_port(domain="comb")
         m.submodules.chunks = chunks = SyncFIFOBuffered(width=10, depth=CHUNK_QUEUE_DEPTH)
-        m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=4)     # 1 = raw
+        m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=8)     # 1 = raw
         info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1})
-        m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=4)
+        m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=8)
 
         # Each beat takes its symbol's code length, read as it comes in, into a register
         # slice: the cutter's loop below then starts from registers (the length table's
@@ -240,11 +240,15 @@ class _TxStream(wiring.Component):
         m.d.comb += new_acc.eq(acc + beat.payload.length)
         # The cutter's writes to its three queues go through registers (its loop's
         # compares fed the queues' write enables and data directly: the 16-stream
-        # transmitter's critical path, to a queue placed far off), so each queue keeps a
-        # place free for the write in its register.
+        # transmitter's critical path, to a queue placed far off).
+        # Room is known a cycle late, from a register (the queues' levels feed adders
+        # and compares): the writes decided in the last two cycles and this one may not
+        # show in it yet, so each queue keeps three places free.
         chunk_en, mode_en, mode_data, info_en = Signal(), Signal(), Signal(), Signal()
-        space = ((chunks.level < CHUNK_QUEUE_DEPTH - 1) & (modes.level < modes.depth - 1)
-                 & (infos.level < infos.depth - 1))
+        space = Signal()
+        m.d.sync += space.eq((chunks.level < CHUNK_QUEUE_DEPTH - 3)
+                             & (modes.level < modes.depth - 3)
+                             & (infos.level < infos.depth - 3))
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
         over = new_acc > body_bits
