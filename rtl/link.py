@@ -37,7 +37,7 @@ elaboration (``tables=``, the same at both ends; the flits name bank 0). Table f
 band, the exponent codec and wider streams follow.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
@@ -234,7 +234,11 @@ class _TxStream(wiring.Component):
         symbol = beat.payload.symbol
         has = beat.payload.has
         acc = Signal(12)                  # bits of the chunk so far, coded
+        # body_bits - acc, what a flit's body has left: below 0 while an undecided chunk
+        # holds more than a coded flit would
+        room = Signal(signed(13), init=body_bits)
         count = Signal(12)                # its symbols
+        at_raw = Signal()                 # count == raw_symbols
         coded = Signal()                  # its choice is known: coded
         new_acc = Signal(12)
         m.d.comb += new_acc.eq(acc + beat.payload.length)
@@ -251,9 +255,12 @@ class _TxStream(wiring.Component):
                              & (infos.level < infos.depth - 3))
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
-        over = new_acc > body_bits
-        cut = has & Mux(coded, over, (count == raw_symbols) & over)
-        decide = has & ~coded & (count == raw_symbols) & ~over
+        # (``over`` compares the symbol's length with the room left, a register, not the
+        # sum of the bits so far and the length with the body: no adder before the cut.)
+        length = beat.payload.length
+        over = room[-1] | ((room[5:-1] == 0) & (length > room[:5]))
+        cut = has & Mux(coded, over, at_raw & over)
+        decide = has & ~coded & at_raw & ~over
         entry = Signal(data.StructLayout({"symbol": 8, "has": 1, "end": 1}))
         info = Signal(info_layout)
         m.d.comb += beat.ready.eq(space & ~cut)
@@ -264,7 +271,8 @@ class _TxStream(wiring.Component):
         def close(*, raw, count_, bits_, last):
             m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
                          info.last.eq(last), info_en.eq(1)]
-            m.d.sync += [acc.eq(0), count.eq(0), coded.eq(0)]
+            m.d.sync += [acc.eq(0), room.eq(body_bits), count.eq(0), at_raw.eq(0),
+                         coded.eq(0)]
 
         with m.If(beat.valid & space):
             with m.If(cut):
@@ -277,7 +285,8 @@ class _TxStream(wiring.Component):
                              entry.end.eq(beat.payload.last),
                              chunk_en.eq(has | beat.payload.last)]
                 with m.If(has):
-                    m.d.sync += [acc.eq(new_acc), count.eq(count + 1)]
+                    m.d.sync += [acc.eq(new_acc), room.eq(room - length),
+                                 count.eq(count + 1), at_raw.eq(count == raw_symbols - 1)]
                 with m.If(decide):
                     m.d.sync += coded.eq(1)
                     m.d.comb += [mode_data.eq(0), mode_en.eq(1)]
