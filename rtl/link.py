@@ -674,11 +674,6 @@ class _RxStream(wiring.Component):
         _, decoder_class = _blocks(p.codec)
         m.submodules.decoder = decoder = decoder_class(
             lanes=1, word_width=LINK_WORD_WIDTH, tables=p.tables)
-        # Words reach the decoder through a register slice: its ``ready`` (its word
-        # queue's, behind a few gates) then stops there and does not reach the reader's
-        # advance, which was the 16-stream receiver's critical path (89.5 MHz).
-        m.submodules.feed = feed = RegisterSlice(decoder.i.payload.shape())
-        wiring.connect(m, feed.o, decoder.i)
         # The coded flits in the decoder: their last flag and count, oldest first.
         m.submodules.decoding = decoding = SyncFIFOBuffered(width=13, depth=4)
         outstanding = Signal(range(6))
@@ -734,11 +729,11 @@ class _RxStream(wiring.Component):
                                  raw_out.error.eq(0), raw_out_valid.eq(1)]
         with m.Elif(held):
             m.d.comb += [
-                feed.i.valid.eq(1),
-                feed.i.payload.data.eq(word),
-                feed.i.payload.bits.eq(Mux(held_done, held_bits, 16)),
-                feed.i.payload.last.eq(held_done),
-                used.eq(feed.i.ready),
+                decoder.i.valid.eq(1),
+                decoder.i.payload.data.eq(word),
+                decoder.i.payload.bits.eq(Mux(held_done, held_bits, 16)),
+                decoder.i.payload.last.eq(held_done),
+                used.eq(decoder.i.ready),
             ]
         advance = ~held | used
         m.d.comb += read.en.eq(advance)
@@ -819,10 +814,9 @@ class LinkRx(_LinkBlock):
     a 4-deep queue and a write stage (2 cycles when the queue is empty), a flit's words
     are buffered before it is read out (``flit_bytes / link_bytes`` cycles), then a raw
     flit's first symbol follows in 2 cycles and a coded one's after the decoder's
-    latency and a register slice in front of the decoder and one behind it (2).
-    Backpressure on ``o_sK`` fills stream K's two flit slots; the next flit for it then
-    waits at the queue's head (``i.ready`` falls once the queue is full) and holds every
-    stream. ``i.ready`` is the
+    latency and a register slice behind the decoder (1). Backpressure on ``o_sK`` fills
+    stream K's two flit slots; the next flit for it then waits at the queue's head
+    (``i.ready`` falls once the queue is full) and holds every stream. ``i.ready`` is the
     queue's: it depends neither on ``i.payload`` nor on an output's ``ready``. Bad input:
     see the module's docstring. Reset clears every flit in flight; tables stay.
     """
