@@ -37,7 +37,7 @@ elaboration (``tables=``, the same at both ends; the flits name bank 0). Table f
 band, the exponent codec and wider streams follow.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
@@ -213,88 +213,53 @@ class _TxStream(wiring.Component):
             shape=unsigned(5), depth=256, init=_code_lengths(p.codec, p.tables))
         length_read = lengths.read_port(domain="comb")
         m.submodules.chunks = chunks = SyncFIFOBuffered(width=10, depth=CHUNK_QUEUE_DEPTH)
-        m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=8)     # 1 = raw
+        m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=4)     # 1 = raw
         info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1})
-        m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=8)
+        m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=4)
 
-        # Each beat takes its symbol's code length, read as it comes in, into a register
-        # slice: the cutter's loop below then starts from registers (the length table's
-        # read was on the 16-stream transmitter's critical path), and ``i.ready`` is a
-        # register. A cycle more of latency.
-        beat_layout = data.StructLayout({"symbol": 8, "has": 1, "last": 1, "length": 5})
-        m.submodules.beats = beats = RegisterSlice(beat_layout)
-        m.d.comb += [length_read.addr.eq(self.i.payload.symbols[0]),
-                     beats.i.valid.eq(self.i.valid),
-                     beats.i.payload.symbol.eq(self.i.payload.symbols[0]),
-                     beats.i.payload.has.eq(self.i.payload.count != 0),
-                     beats.i.payload.last.eq(self.i.payload.last),
-                     beats.i.payload.length.eq(length_read.data),
-                     self.i.ready.eq(beats.i.ready)]
-        beat = beats.o
-        symbol = beat.payload.symbol
-        has = beat.payload.has
+        symbol = self.i.payload.symbols[0]
+        has = self.i.payload.count != 0
         acc = Signal(12)                  # bits of the chunk so far, coded
-        # body_bits - acc, what a flit's body has left: below 0 while an undecided chunk
-        # holds more than a coded flit would
-        room = Signal(signed(13), init=body_bits)
         count = Signal(12)                # its symbols
-        at_raw = Signal()                 # count == raw_symbols
         coded = Signal()                  # its choice is known: coded
         new_acc = Signal(12)
-        m.d.comb += new_acc.eq(acc + beat.payload.length)
-        # The cutter's writes to its three queues go through registers (its loop's
-        # compares fed the queues' write enables and data directly: the 16-stream
-        # transmitter's critical path, to a queue placed far off).
-        # Room is known a cycle late, from a register (the queues' levels feed adders
-        # and compares): the writes decided in the last two cycles and this one may not
-        # show in it yet, so each queue keeps three places free.
-        chunk_en, mode_en, mode_data, info_en = Signal(), Signal(), Signal(), Signal()
-        space = Signal()
-        m.d.sync += space.eq((chunks.level < CHUNK_QUEUE_DEPTH - 3)
-                             & (modes.level < modes.depth - 3)
-                             & (infos.level < infos.depth - 3))
+        m.d.comb += [length_read.addr.eq(symbol), new_acc.eq(acc + length_read.data)]
+        space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
-        # (``over`` compares the symbol's length with the room left, a register, not the
-        # sum of the bits so far and the length with the body: no adder before the cut.)
-        length = beat.payload.length
-        over = room[-1] | ((room[5:-1] == 0) & (length > room[:5]))
-        cut = has & Mux(coded, over, at_raw & over)
-        decide = has & ~coded & at_raw & ~over
+        over = new_acc > body_bits
+        cut = has & Mux(coded, over, (count == raw_symbols) & over)
+        decide = has & ~coded & (count == raw_symbols) & ~over
         entry = Signal(data.StructLayout({"symbol": 8, "has": 1, "end": 1}))
         info = Signal(info_layout)
-        m.d.comb += beat.ready.eq(space & ~cut)
-        m.d.sync += [chunks.w_data.eq(entry), chunks.w_en.eq(chunk_en),
-                     modes.w_data.eq(mode_data), modes.w_en.eq(mode_en),
-                     infos.w_data.eq(info), infos.w_en.eq(info_en)]
+        m.d.comb += [chunks.w_data.eq(entry), infos.w_data.eq(info),
+                     self.i.ready.eq(space & ~cut)]
 
         def close(*, raw, count_, bits_, last):
             m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
-                         info.last.eq(last), info_en.eq(1)]
-            m.d.sync += [acc.eq(0), room.eq(body_bits), count.eq(0), at_raw.eq(0),
-                         coded.eq(0)]
+                         info.last.eq(last), infos.w_en.eq(1)]
+            m.d.sync += [acc.eq(0), count.eq(0), coded.eq(0)]
 
-        with m.If(beat.valid & space):
+        with m.If(self.i.valid & space):
             with m.If(cut):
                 # A marker entry ends the chunk; the symbol is taken next cycle.
-                m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunk_en.eq(1)]
-                m.d.comb += [mode_data.eq(1), mode_en.eq(~coded)]
+                m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunks.w_en.eq(1)]
+                m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(~coded)]
                 close(raw=~coded, count_=count, bits_=Mux(coded, acc, count << 3), last=0)
             with m.Else():
                 m.d.comb += [entry.symbol.eq(symbol), entry.has.eq(has),
-                             entry.end.eq(beat.payload.last),
-                             chunk_en.eq(has | beat.payload.last)]
+                             entry.end.eq(self.i.payload.last),
+                             chunks.w_en.eq(has | self.i.payload.last)]
                 with m.If(has):
-                    m.d.sync += [acc.eq(new_acc), room.eq(room - length),
-                                 count.eq(count + 1), at_raw.eq(count == raw_symbols - 1)]
+                    m.d.sync += [acc.eq(new_acc), count.eq(count + 1)]
                 with m.If(decide):
                     m.d.sync += coded.eq(1)
-                    m.d.comb += [mode_data.eq(0), mode_en.eq(1)]
-                with m.If(beat.payload.last):
+                    m.d.comb += [modes.w_data.eq(0), modes.w_en.eq(1)]
+                with m.If(self.i.payload.last):
                     now_coded = coded | decide
                     total = count + has
                     with m.If(~now_coded):
-                        m.d.comb += [mode_data.eq(1), mode_en.eq(1)]
+                        m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(1)]
                     close(raw=~now_coded, count_=total,
                           bits_=Mux(now_coded, Mux(has, new_acc, acc), total << 3), last=1)
 
@@ -455,14 +420,13 @@ class LinkTx(_LinkBlock):
     incompressible bytes need 16 and their flits' overhead, and slow to about 94 %). The
     cutter spends one more cycle a flit. Latency: a flit leaves once it is full (or its
     frame ended), so a symbol waits for the rest of its flit: about a flit's worth of
-    symbols, plus the input's register slice (1), the encoder's latency, the chunk's head
-    queue and write register (3 cycles), the flit's finish (1), the flit's rows up to the
-    symbol's word (up to ``flit_bytes / 16``), the round robin's registered pick (1), and
-    the link side's pipeline and output queue (6); ``linkcodec sim link`` measures it.
-    Backpressure on ``o`` fills the output queue and holds the link side; each stream then
-    fills its two flits and its chunk queue, and its ``i.ready`` falls.
-    ``i.ready`` is a register (a register slice's): it depends neither on ``i.payload``
-    nor on ``o.ready``.
+    symbols, plus the encoder's latency, the chunk's head queue and write register (3
+    cycles), the flit's finish (1), the flit's rows up to the symbol's word (up to
+    ``flit_bytes / 16``), and the link side's pipeline and output queue (6);
+    ``linkcodec sim link`` measures it. Backpressure on ``o`` fills the output queue and
+    holds the link side; each stream then fills its two flits and its chunk queue, and its
+    ``i.ready`` falls.
+    ``i.ready`` depends on ``i.payload`` (a cut takes a cycle) but never on ``o.ready``.
     Every byte is a valid symbol. Reset clears every queue and flit in flight; the tables
     (set at elaboration) stay.
     """
@@ -540,20 +504,15 @@ class LinkTx(_LinkBlock):
         above = others & ~((Const(2, p.streams + 1) << current) - 1)[:p.streams]
         pool = Mux(above.any(), above, others)
         lowest = (pool & -pool)[:p.streams]
-        # The pick goes through a register (its masks and the lowest-bit carry were the
-        # 16-stream critical path): it is a cycle old when used, which is safe, as a
-        # waiting flit stays until the link side takes it, and the pick is used only at a
-        # flit's last row (4 rows or more after the last switch) or while idle.
         following = Signal.like(current)
-        follows = Signal()                # a flit waits in another stream
-        m.d.sync += [following.eq(_index_of_one_hot(lowest)), follows.eq(others.any())]
+        m.d.comb += following.eq(_index_of_one_hot(lowest))
 
         meta_layout = data.StructLayout({
             "valid": 1, "current": range(max(2, p.streams)), "first": 1, "last": 1,
             "final": 1, "row": range(rows), "end": range(p.flit_bytes + 1), "header": 32})
         meta = [Signal(meta_layout, name=f"meta{n}") for n in range(4)]
         with m.If(~sending):
-            with m.If(follows):
+            with m.If(others.any()):
                 m.d.sync += [current.eq(following), sending.eq(1), row.eq(0)]
         with m.Elif(~word_start | (pending < LINK_OUT_DEPTH)):
             m.d.comb += [
@@ -570,7 +529,7 @@ class LinkTx(_LinkBlock):
                 for index, unit in enumerate(units):
                     m.d.comb += unit.flit_taken.eq(current == index)
                 m.d.sync += row.eq(0)
-                with m.If(follows):
+                with m.If(others.any()):
                     m.d.sync += current.eq(following)
                 with m.Else():
                     m.d.sync += sending.eq(0)
