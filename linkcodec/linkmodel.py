@@ -176,12 +176,12 @@ class LinkHardware(NamedTuple):
 #: from the codec blocks and the fill estimate.
 LINK_HARDWARE = {
     # 16 streams of 1-lane QLC (`linkcodec report link-tx link-rx --codec qlc --streams
-    # 16`): LinkTx 75.9 MHz on 26,452 LUTs, LinkRx 82.2 MHz on 34,431 LUTs; 15.707 symbols
-    # a cycle over the 16 streams and 993 cycles at most, as its simulation
+    # 16`): LinkTx 72.7 MHz on 26,482 LUTs, LinkRx 89.5 MHz on 34,790 LUTs; 15.707 symbols
+    # a cycle over the 16 streams and 994 cycles at most, as its simulation
     # (`link_throughput`) measured them.
     ("qlc", 1, 256): LinkHardware(
-        streams=16, symbols_per_cycle=0.9817, latency_cycles=993, fmax_mhz=75.9,
-        luts=26452 + 34431, commands={
+        streams=16, symbols_per_cycle=0.9817, latency_cycles=994, fmax_mhz=72.7,
+        luts=26482 + 34790, commands={
             "symbols_per_cycle": "linkcodec report link-rx --codec qlc --streams 16",
             "latency_cycles": "linkcodec report link-rx --codec qlc --streams 16",
             "fmax_mhz": "linkcodec report link-tx link-rx --codec qlc --streams 16",
