@@ -239,11 +239,9 @@ class _HuffmanBlock(LanedBlock):
                               index=index, data=data)
 
     def _switch(self, m, boundary):
-        """The bank logic (:func:`~.table.bank_switch`): ``(active, bank, pending)``, the
-        bank in use, the bank of work that starts this cycle (a pending switch takes
-        effect when ``boundary``) and the pending flag."""
-        banks = bank_switch(m, self.i_config, boundary=boundary, switch_addr=SWITCH_ADDR)
-        return banks.active, banks.bank, banks.pending
+        """The bank logic (:class:`~.table.BankSwitch`) on ``i_config``: a pending switch
+        takes effect when ``boundary``."""
+        return bank_switch(m, self.i_config, boundary=boundary, switch_addr=SWITCH_ADDR)
 
 
 class HuffmanEncoder(_HuffmanBlock):
@@ -315,8 +313,9 @@ class HuffmanEncoder(_HuffmanBlock):
         in_frame = Signal()
         with m.If(self.i.valid & step):
             m.d.sync += in_frame.eq(~self.i.payload.last)
-        active, bank, pending = self._switch(m, ~in_frame)
-        m.d.comb += self.i_config.ready.eq(~pending)
+        banks = self._switch(m, ~in_frame)
+        active, bank = banks.active, banks.bank
+        m.d.comb += self.i_config.ready.eq(~banks.pending)
         config = self.i_config.payload
         # A write's code is MSB-aligned in 15 bits; the table keeps its first L.
         entry_layout, written = code_entry_layout, None
@@ -613,7 +612,8 @@ class HuffmanDecoder(_HuffmanBlock):
 
         # -- banks, config -------------------------------------------------------------
         in_frame = Signal()          # the queue's head is inside a frame
-        active, bank, pending = self._switch(m, ~in_frame)
+        banks = self._switch(m, ~in_frame)
+        active, bank, pending = banks.active, banks.bank, banks.pending
         old_in_use = Signal()
         sweeping_active = Signal()   # the length tables of the working bank are being swept
         m.d.comb += self.i_config.ready.eq(~pending & ~old_in_use & ~sweeping_active)
@@ -990,8 +990,5 @@ class HuffmanDecoder(_HuffmanBlock):
         in_flight += [(prepared.valid, prepared.bank)]
         in_flight += [(slot.valid, slot.bank) for slot in slots]
         in_flight += [(self.o.valid, out_bank)]
-        old = 0
-        for valid_, which in in_flight:
-            old = old | (valid_ & (which != active))
-        m.d.comb += old_in_use.eq(old)
+        m.d.comb += old_in_use.eq(banks.idle_in_use(in_flight))
         return m

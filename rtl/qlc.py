@@ -653,8 +653,5 @@ class QlcDecoder(_QlcBlock):
         # writes (the beat in ``o`` has read its symbols already).
         in_flight += [(prepared.valid, prepared.bank)]
         in_flight += [(slot.valid, slot.bank) for slot in slots]
-        old = 0
-        for valid_, which in in_flight:
-            old = old | (valid_ & (which != banks.active))
-        m.d.comb += old_in_use.eq(old)
+        m.d.comb += old_in_use.eq(banks.idle_in_use(in_flight))
         return m

@@ -160,6 +160,15 @@ class BankSwitch:
     def __init__(self, active, bank, pending, requested):
         self.active, self.bank, self.pending, self.requested = active, bank, pending, requested
 
+    def idle_in_use(self, in_flight):
+        """Whether any of ``in_flight`` (``(valid, bank)`` pairs, one a pipeline stage
+        that reads a table) holds work of the idle bank: then a config write, which goes
+        to that bank, must wait."""
+        used = 0
+        for valid, bank in in_flight:
+            used = used | (valid & (bank != self.active))
+        return used
+
 
 def bank_switch(m, config, *, boundary, switch_addr):
     """The bank logic every two-bank block shares, added to ``m``; a :class:`BankSwitch`.

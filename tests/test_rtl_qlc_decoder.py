@@ -5,7 +5,8 @@ dropping, ``i.ready``).
 The latency at the default widths, run-time tables and fuzzed words at every lane count,
 and round trips at 8-bit words and an odd number of bytes, are the contract's
 (``test_contract.py``); here the word widths take fuzzed frames, word faults included.
-Simulations vary the pause pattern unless they measure latency; the seed is printed (replay with ``LINKCODEC_SEED``).
+Simulations vary the pause pattern unless they measure latency; the seed is printed
+(replay with ``LINKCODEC_SEED``).
 """
 
 import numpy as np
