@@ -1,0 +1,316 @@
+"""A table image in, a codec block's config writes out: how a link loads tables in band.
+
+A link carries a table as its *image* (:func:`linkcodec.golden.link.table_image`, the
+bytes of its table flits): QLC, the 8 areas (2 bytes each) then each symbol's area (3
+bits a symbol); Huffman, the 256 code lengths as nibbles. A block is loaded by config
+writes (:func:`linkcodec.rtl.qlc.config_writes`, :func:`linkcodec.rtl.huffman.config_writes`).
+:class:`TableLoader` turns the one into the other in hardware, so both ends of a link
+build their blocks' tables from the same bytes, and the tables are built off the
+critical path, in the blocks' idle banks.
+
+Parameters (keyword-only): ``codec`` (``"qlc"`` or ``"huffman"``), ``block``
+(``"encoder"`` or ``"decoder"``: whose writes to make).
+
+Ports:
+
+- ``i``: the image, a byte a transfer (:data:`image_byte_layout`: ``data``, and ``last``
+  on its last byte).
+- ``o``: the writes (:func:`loader_write_layout`: the codec's ``addr`` and ``data``, the
+  code ``length`` of symbol ``addr`` for an encoder's symbol write, else 0, and
+  ``error``). For a good image, the writes of ``config_writes(tables, block=block)``
+  (each address once, not in that order) ending with the switch write
+  (``addr = SWITCH_ADDR``): that write says the image was good and the idle bank is whole.
+  For a bad image, no write that could reach a used address (QLC: none past the areas'
+  ranks; Huffman: none) after the point the image is known bad, and instead of the switch
+  write one beat with ``error = 1`` (``addr``, ``data`` 0).
+
+Bad images (as :func:`~linkcodec.golden.link.table_from_image` refuses them): QLC, an area
+entry with a reserved bit set, a suffix width above 8, a size above ``1 << width``, sizes
+that do not add up to 256, a symbol in an area that is already full; Huffman, a length of
+0 or lengths that break Kraft's inequality; both, an image whose ``last`` is not on its
+last byte (shorter: ends there; longer: the bytes past it are dropped up to ``last``).
+After the error beat (or the switch write) the loader takes the next image.
+
+Throughput: QLC takes a head byte a cycle and a body byte every 8/3 cycles (a symbol's
+write a cycle, 256 + 8 area writes + 1), about 290 cycles an image; Huffman takes a byte
+a cycle (128), then makes 15 length writes (decoder) and 256 symbol writes, about 400
+cycles. Backpressure on ``o`` holds the loader where it is; it takes no byte while its
+output is full. Latency: the first write a cycle after the byte that makes it.
+
+Reset (``rst``) drops the image in progress; the loader then waits for a new image.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..golden.qlc import AREAS, MAX_SUFFIX_BITS, SYMBOLS
+from . import huffman, qlc
+
+__all__ = ["TableLoader", "image_byte_layout", "loader_write_layout", "IMAGE_BYTES"]
+
+#: A byte of a table image.
+image_byte_layout = data.StructLayout({"data": 8, "last": 1})
+
+#: Bytes of each codec's table image.
+IMAGE_BYTES = {"qlc": 2 * AREAS + 3 * SYMBOLS // 8, "huffman": SYMBOLS // 2}
+
+_CONFIG = {"qlc": qlc.config_layout, "huffman": huffman.config_layout}
+_SWITCH = {"qlc": qlc.SWITCH_ADDR, "huffman": huffman.SWITCH_ADDR}
+_LONGEST = huffman.MAX_CODE_LENGTH          # 15: a nibble's largest length
+
+
+def loader_write_layout(codec):
+    """The layout of :class:`TableLoader`'s writes for ``codec``."""
+    config = _CONFIG[codec]
+    return data.StructLayout({"addr": config["addr"].shape, "data": config["data"].shape,
+                              "length": 5, "error": 1})
+
+
+class TableLoader(wiring.Component):
+    __doc__ = __doc__.split("\n\n", 1)[1]
+
+    def __init__(self, *, codec, block):
+        if codec not in _CONFIG or block not in ("encoder", "decoder"):
+            self._MustUse__silence = True   # refused, so not an unused elaboratable
+            if codec not in _CONFIG:
+                raise ValueError(f"codec must be 'qlc' or 'huffman', not {codec!r}")
+            raise ValueError(f"block must be 'encoder' or 'decoder', not {block!r}")
+        self._codec, self._block = codec, block
+        super().__init__({
+            "i": In(stream.Signature(image_byte_layout)),
+            "o": Out(stream.Signature(loader_write_layout(codec))),
+        })
+
+    @property
+    def codec(self):
+        return self._codec
+
+    @property
+    def block(self):
+        return self._block
+
+    @property
+    def image_bytes(self):
+        """Bytes of the image the loader takes."""
+        return IMAGE_BYTES[self._codec]
+
+    def elaborate(self, platform):
+        m = Module()
+        # The output register: a write is made when it is empty or being taken.
+        free = ~self.o.valid | self.o.ready
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+
+        def emit(addr, data_=0, length=0, error=0):
+            m.d.sync += [self.o.valid.eq(1), self.o.payload.addr.eq(addr),
+                         self.o.payload.data.eq(data_), self.o.payload.length.eq(length),
+                         self.o.payload.error.eq(error)]
+
+        if self._codec == "qlc":
+            self._qlc(m, free, emit)
+        else:
+            self._huffman(m, free, emit)
+        return m
+
+    def _finish(self, m, free, emit, bad):
+        """The last beat of an image: the switch write, or the error beat."""
+        with m.If(free):
+            with m.If(bad):
+                emit(0, error=1)
+            with m.Else():
+                emit(_SWITCH[self._codec])
+
+    def _intake(self, m, *, size, take):
+        """Image bytes: ``offset`` (the byte taken next), ``over`` (bytes past the image
+        being dropped), ``ended`` (``last`` taken), and the bad-length flag."""
+        offset = Signal(range(size + 1))
+        ended = Signal()
+        bad_length = Signal()
+        with m.If(take):
+            with m.If(offset != size):
+                m.d.sync += offset.eq(offset + 1)
+            with m.If(self.i.payload.last):
+                m.d.sync += ended.eq(1)
+                with m.If(offset != size - 1):
+                    m.d.sync += bad_length.eq(1)
+            with m.Elif(offset >= size - 1):
+                m.d.sync += bad_length.eq(1)
+        return offset, ended, bad_length
+
+    # -- QLC -------------------------------------------------------------------------------
+
+    def _qlc(self, m, free, emit):
+        encoder = self._block == "encoder"
+        head_bytes = 2 * AREAS
+        widths = [Signal(4, name=f"width{a}") for a in range(AREAS)]
+        sizes = [Signal(9, name=f"size{a}") for a in range(AREAS)]
+        bases = [Signal(9, name=f"base{a}") for a in range(AREAS)]
+        ranks = [Signal(10, name=f"rank{a}") for a in range(AREAS)]   # the next rank
+        total = Signal(10)                # the sizes so far
+        bad = Signal()
+        symbol = Signal(9)                # the symbol whose area comes next
+        buf = Signal(10)                  # body bits, left-aligned
+        nbits = Signal(range(11))
+        area_write = Signal(range(AREAS + 1))
+        done = Signal()                   # the image's end beat is out
+
+        take = self.i.valid & self.i.ready
+        offset, ended, bad_length = self._intake(m, size=IMAGE_BYTES["qlc"], take=take)
+        byte = self.i.payload.data
+        in_head = offset < head_bytes
+        in_body = ~in_head & (offset != IMAGE_BYTES["qlc"])
+
+        # One symbol's area a cycle from the bit buffer, when the output is free.
+        area = buf[7:10]
+        step = (nbits >= 3) & free & ~done
+        left = Mux(step, nbits - 3, nbits)
+        m.d.comb += self.i.ready.eq(~ended & ~done & (in_head | ~in_body | (left < 3)))
+        with m.If(step):
+            rank = Signal(10)
+            full = Signal()               # the area already has all its symbols
+            length = Signal(5)
+            for a in range(AREAS):
+                with m.If(area == a):
+                    m.d.comb += [rank.eq(ranks[a]), full.eq(ranks[a] >= bases[a] + sizes[a]),
+                                 length.eq(3 + widths[a])]
+                    m.d.sync += ranks[a].eq(ranks[a] + 1)
+            with m.If(full):
+                m.d.sync += bad.eq(1)
+            with m.Elif(~bad):
+                if encoder:
+                    emit(symbol, rank, length=length)
+                else:
+                    emit(rank, symbol)
+            m.d.sync += symbol.eq(symbol + 1)
+        shifted = Mux(step, buf << 3, buf)[:10]
+        m.d.sync += [buf.eq(shifted), nbits.eq(left)]
+
+        with m.If(take):
+            a = offset[1:4]
+            with m.If(in_head):
+                for index in range(AREAS):
+                    with m.If(a == index):
+                        with m.If(~offset[0]):
+                            m.d.sync += [widths[index].eq(byte[4:8]),
+                                         sizes[index].eq(Cat(Const(0, 8), byte[0]))]
+                            with m.If((byte[1:4] != 0) | (byte[4:8] > MAX_SUFFIX_BITS)):
+                                m.d.sync += bad.eq(1)
+                        with m.Else():
+                            size = Cat(byte, sizes[index][8])
+                            m.d.sync += [sizes[index][:8].eq(byte), bases[index].eq(total),
+                                         ranks[index].eq(total), total.eq(total + size)]
+                            with m.If(size > (Const(1, 9) << widths[index])):
+                                m.d.sync += bad.eq(1)
+                            if index == AREAS - 1:
+                                with m.If(total + size != SYMBOLS):
+                                    m.d.sync += bad.eq(1)
+            with m.Elif(in_body):
+                m.d.sync += [buf.eq(shifted | (Cat(Const(0, 2), byte) >> left[:2])),
+                             nbits.eq(left + 8)]
+
+        # After the body: the 8 area writes, then the end beat.
+        symbols_done = ended & (nbits < 3)
+        whole = symbol == SYMBOLS
+        with m.If(symbols_done & ~done & free):
+            with m.If(bad | bad_length | ~whole):
+                emit(0, error=1)
+                m.d.sync += done.eq(1)
+            with m.Elif(area_write == AREAS):
+                emit(_SWITCH["qlc"])
+                m.d.sync += done.eq(1)
+            with m.Else():
+                entry = Signal(qlc.area_layout)
+                for a in range(AREAS):
+                    with m.If(area_write == a):
+                        m.d.comb += [entry.suffix_bits.eq(widths[a]), entry.base.eq(bases[a]),
+                                     entry.size.eq(sizes[a])]
+                emit(qlc.AREA_BASE + area_write, entry.as_value())
+                m.d.sync += area_write.eq(area_write + 1)
+        with m.If(done):
+            # Ready for the next image.
+            m.d.sync += [done.eq(0), offset.eq(0), ended.eq(0), bad_length.eq(0), bad.eq(0),
+                         symbol.eq(0), total.eq(0), area_write.eq(0), buf.eq(0), nbits.eq(0)]
+
+    # -- Huffman ---------------------------------------------------------------------------
+
+    def _huffman(self, m, free, emit):
+        encoder = self._block == "encoder"
+        size = IMAGE_BYTES["huffman"]
+        m.submodules.image = image = Memory(shape=unsigned(8), depth=size, init=[])
+        write = image.write_port()
+        read = image.read_port(domain="comb")
+        counts = [Signal(9, name=f"count{n}") for n in range(_LONGEST + 1)]
+        codes = [Signal(_LONGEST + 1, name=f"code{n}") for n in range(_LONGEST + 1)]
+        indexes = [Signal(9, name=f"index{n}") for n in range(_LONGEST + 1)]
+        bad = Signal()
+        phase = Signal(range(4))          # 0 intake, 1 lengths, 2 symbols, 3 end beat
+        length = Signal(range(_LONGEST + 2))
+        fill = Signal(17)                 # 2 F(l - 1): the first code of length l
+        base = Signal(9)                  # the index of the first code of length l
+        symbol = Signal(9)
+
+        take = self.i.valid & self.i.ready
+        offset, ended, bad_length = self._intake(m, size=size, take=take)
+        byte = self.i.payload.data
+        m.d.comb += self.i.ready.eq((phase == 0) & ~ended)
+        m.d.comb += [write.addr.eq(offset), write.data.eq(byte),
+                     write.en.eq(take & (offset != size))]
+        with m.If(take & (offset != size)):
+            high, low = byte[4:8], byte[0:4]
+            with m.If((high == 0) | (low == 0)):
+                m.d.sync += bad.eq(1)
+            for n in range(1, _LONGEST + 1):
+                m.d.sync += counts[n].eq(counts[n] + (high == n) + (low == n))
+        with m.If((phase == 0) & ended):
+            m.d.sync += [phase.eq(1), length.eq(1), fill.eq(0), base.eq(0)]
+
+        # 1. per length l: codes of length l run from fill (aligned: fill << (15 - l))
+        with m.If((phase == 1) & free):
+            count = Signal(9)
+            after = Signal(18)
+            m.d.comb += after.eq(fill + count)
+            for n in range(1, _LONGEST + 1):
+                with m.If(length == n):
+                    m.d.comb += count.eq(counts[n])
+                    m.d.sync += [codes[n].eq(fill << (_LONGEST - n)), indexes[n].eq(base)]
+                    with m.If(after > (1 << n)):      # more codes than l bits have
+                        m.d.sync += bad.eq(1)
+                    if not encoder:
+                        entry = Signal(huffman.length_entry_layout)
+                        m.d.comb += [entry.limit.eq(after[:_LONGEST + 1] << (_LONGEST - n)),
+                                     entry.offset.eq(base - fill)]
+                        with m.If(~bad & (after <= (1 << n))):
+                            emit(huffman.LENGTH_BASE + n, entry.as_value())
+            m.d.sync += [fill.eq(after << 1),
+                         base.eq(base + count), length.eq(length + 1)]
+            with m.If(length == _LONGEST):
+                m.d.sync += [phase.eq(2), symbol.eq(0)]
+
+        # 2. a symbol a cycle: its code (encoder) or its canonical index (decoder)
+        m.d.comb += read.addr.eq(symbol[1:8])
+        nibble = Mux(symbol[0], read.data[0:4], read.data[4:8])
+        with m.If((phase == 2) & free):
+            with m.If(bad | bad_length | (symbol == SYMBOLS)):
+                m.d.sync += phase.eq(3)
+            with m.Else():
+                for n in range(1, _LONGEST + 1):
+                    with m.If(nibble == n):
+                        if encoder:
+                            entry = Signal(huffman.code_entry_layout, name=f"code_entry{n}")
+                            m.d.comb += [entry.code.eq(codes[n]), entry.length.eq(n)]
+                            emit(symbol, entry.as_value(), length=n)
+                            m.d.sync += codes[n].eq(codes[n] + (1 << (_LONGEST - n)))
+                        else:
+                            emit(indexes[n], symbol)
+                            m.d.sync += indexes[n].eq(indexes[n] + 1)
+                m.d.sync += symbol.eq(symbol + 1)
+        with m.If((phase == 3) & free):
+            with m.If(bad | bad_length):
+                emit(0, error=1)
+            with m.Else():
+                emit(_SWITCH["huffman"])
+            m.d.sync += [phase.eq(0), offset.eq(0), ended.eq(0), bad_length.eq(0),
+                         bad.eq(0)] + [c.eq(0) for c in counts]
+

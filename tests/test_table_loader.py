@@ -1,0 +1,122 @@
+"""``rtl.table_loader.TableLoader`` under Verilator: table images in, against the golden
+``config_writes`` of the same tables, with random idle input and random backpressure (seed
+printed); bad images (each as ``golden.link.table_from_image`` refuses it, at its boundary)
+end in an error beat and no switch write, and the next image loads."""
+
+import numpy as np
+import pytest
+
+from linkcodec.golden.huffman import HuffmanCodebook, code_lengths, smooth_pmf
+from linkcodec.golden.link import canonical_qlc, table_from_image, table_image
+from linkcodec.golden.qlc import QlcCode, QlcLayout
+from linkcodec.rtl import huffman, qlc
+from linkcodec.rtl.table_loader import IMAGE_BYTES, TableLoader
+from linkcodec.sim.harness import run_beats
+
+CONFIG = {"qlc": qlc, "huffman": huffman}
+
+
+def _good_tables(codec, rng):
+    if codec == "qlc":
+        layouts = [QlcLayout.base(), QlcLayout((1, 3, 3, 3, 4, 4, 5, 8),
+                                                  (2, 8, 8, 8, 16, 16, 32, 166))]
+        return [canonical_qlc(QlcCode(layout, rng.permutation(256))) for layout in layouts]
+    books = []
+    for longest in (15, 11):
+        pmf = smooth_pmf(rng.dirichlet(np.full(256, 0.2)))
+        books.append(HuffmanCodebook(code_lengths(pmf, max_length=longest)))
+    books.append(HuffmanCodebook(np.full(256, 8)))          # Kraft's sum exactly 1
+    return books
+
+
+def _bad_images(codec, good):
+    """``(what, image)`` pairs, each one change from a good image past its boundary."""
+    image = bytearray(table_image(codec, good))
+    bad = []
+
+    def changed(what, **at):
+        copy = bytearray(image)
+        for index, value in at.items():
+            copy[int(index[1:])] = value
+        bad.append((what, bytes(copy)))
+
+    if codec == "qlc":
+        # the base layout: widths 3,3,3,3,3,4,5,8 and sizes 8,8,8,8,8,16,32,168
+        changed("width 9 (8 is the widest)", b14=(9 << 4) | (image[14] & 1))
+        changed("a reserved bit", b0=image[0] | 0x02)
+        changed("sizes add up to 255", b15=image[15] - 1)
+        changed("sizes add up to 257", b15=image[15] + 1)
+        changed("area 0 holds 9 in 3 bits", b1=9, b15=image[15] - 1)
+        # symbol 0's area (the first 3 body bits) moved to another: one area over-full
+        first = image[16] >> 5
+        changed("an area over-full", b16=(image[16] & 0x1F) | (((first + 1) % 8) << 5))
+    else:
+        changed("a length of 0", b0=image[0] & 0x0F)
+        changed("a length of 0, the last symbol", b127=image[127] & 0xF0)
+        # all lengths 8 is a complete code; one code shorter breaks Kraft's inequality
+        changed("Kraft's sum above 1", b0=(7 << 4) | (image[0] & 0x0F))
+    bad.append(("an image a byte short", bytes(image[:-1])))
+    bad.append(("an image a byte long", bytes(image) + b"\x00"))
+    return bad
+
+
+def _beats(image):
+    return [{"data": byte, "last": int(k == len(image) - 1)} for k, byte in enumerate(image)]
+
+
+def _images(out):
+    """The loader's writes cut at each image's end beat."""
+    images, current = [], []
+    for write in out:
+        current.append(write)
+        if write["error"] or write["addr"] == 511:
+            images.append(current)
+            current = []
+    assert not current, "writes after the last image's end beat"
+    return images
+
+
+@pytest.mark.parametrize("codec", ["qlc", "huffman"])
+@pytest.mark.parametrize("block", ["encoder", "decoder"])
+def test_images_load_as_config_writes(codec, block, seed, tmp_path_factory):
+    rng = np.random.default_rng(seed)
+    goods = _good_tables(codec, rng)
+    if codec == "huffman":
+        goods = goods[::-1]                 # the all-8 codebook first: its bad variants
+    bads = _bad_images(codec, goods[0])
+    for what, image in bads:
+        if len(image) == IMAGE_BYTES[codec]:
+            with pytest.raises(ValueError):
+                table_from_image(codec, image)
+    # Each bad image is followed by a good one: the loader recovers.
+    sequence = [("good", table_image(codec, goods[0]), goods[0])]
+    for (what, image), good in zip(bads, goods[1:] * len(bads)):
+        sequence += [(what, image, None), ("good", table_image(codec, good), good)]
+    beats = [beat for _, image, _ in sequence for beat in _beats(image)]
+    result = run_beats(TableLoader(codec=codec, block=block), inputs={"i": beats},
+                       expected={}, idle="random", stall="random", seed=seed,
+                       name=f"table_loader_{codec}_{block}", settle=4000 * len(sequence))
+    images = _images(result["output"]["o"])
+    assert len(images) == len(sequence), f"seed {result['seed']}"
+    for (what, _, tables), writes in zip(sequence, images):
+        *body, end = writes
+        if tables is None:
+            assert end["error"] == 1, f"{what}: no error beat (seed {result['seed']})"
+            assert all(w["addr"] < 511 and not w["error"] for w in body), what
+            continue
+        assert end == {"addr": 511, "data": 0, "length": 0, "error": 0}
+        want = CONFIG[codec].config_writes(tables, block=block, switch=False)
+        got = {w["addr"]: w["data"] for w in body}
+        assert len(got) == len(body), "an address written twice"
+        assert got == {w["addr"]: w["data"] for w in want}, f"seed {result['seed']}"
+        lengths = (tables.length_of if codec == "qlc" else tables.lengths)
+        for w in body:
+            expect = int(lengths[w["addr"]]) if block == "encoder" and w["addr"] < 256 else 0
+            assert w["length"] == expect, f"write {w}: length"
+
+
+def test_parameters_are_checked():
+    with pytest.raises(ValueError, match="codec must be 'qlc' or 'huffman', not 'exponent'"):
+        TableLoader(codec="exponent", block="encoder")
+    with pytest.raises(ValueError, match="block must be 'encoder' or 'decoder', not 'both'"):
+        TableLoader(codec="qlc", block="both")
