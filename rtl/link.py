@@ -46,9 +46,12 @@ from amaranth.lib.wiring import In, Out
 from ..golden.huffman import HuffmanCodebook
 from ..golden.link import CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, LinkFormat, canonical_qlc
 from ..golden.qlc import QlcCode
+from . import huffman, qlc
 from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
 from .bitpack import RegisterSlice, mux_tree
 from .payload import config_write_layout, symbol_layout, word_layout
+from .table import config_listener
+from .table_loader import TableLoader, image_byte_layout
 
 __all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "LINK_WORD_WIDTH", "LinkTx", "LinkRx",
            "LinkPair", "link_tables"]
@@ -91,10 +94,17 @@ def _code_lengths(codec, tables):
     return [int(length) for length in tables.lengths]
 
 
+def _codec_module(codec):
+    return qlc if codec == "qlc" else huffman
+
+
+def _decoder_config_layout(codec):
+    return _codec_module(codec).config_layout
+
+
 def _blocks(codec):
     if codec == "qlc":
-        from .qlc import QlcDecoder, QlcEncoder
-        return QlcEncoder, QlcDecoder
+        return qlc.QlcEncoder, qlc.QlcDecoder
     return HuffmanEncoder, HuffmanDecoder
 
 
@@ -584,6 +594,107 @@ class LinkTx(_LinkBlock):
 
 # -- the receiver ------------------------------------------------------------------------
 
+class _RxTables(wiring.Component):
+    """:class:`LinkRx`'s table flits: a buffer of one flit, whose header is checked as
+    the golden :class:`~linkcodec.golden.link.FlitReader` checks a table piece, and whose
+    body goes out a byte a cycle, as an image for the :class:`TableLoader`.
+
+    A piece that starts an image (byte offset 0) pulses ``start`` with its ``bank``; the
+    next pieces must follow on (the same bank, the offset the bytes so far) up to the
+    one marked ``last``. A piece that does not follow on ends the image in progress with
+    an ``abort`` beat (and is taken as a new image if it starts one, else dropped), as
+    does ``cut`` (a data flit waits behind an image that is not whole). A piece of the
+    wrong codec, of bits that are not whole bytes or more than the body, or of no bytes,
+    is dropped."""
+
+    def __init__(self, params):
+        self._params = params
+        super().__init__({
+            "write": In(1),
+            "write_row": In(range(params.rows)),
+            "write_data": In(params.row_bits),
+            "slot_freed": Out(1),
+            "o": Out(stream.Signature(image_byte_layout)),
+            "start": Out(1),
+            "bank": Out(1),
+            "in_image": Out(1),
+            "cut": In(1),
+            "loading": In(1),              # the image before is still loading
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        rows, link_bytes = p.rows, p.link_bytes
+        m.submodules.flit = flit = Memory(shape=unsigned(p.row_bits), depth=rows, init=[])
+        write = flit.write_port()
+        read = flit.read_port(domain="comb")
+        header = Signal(32)
+        full = Signal()
+        m.d.comb += [write.addr.eq(self.write_row), write.data.eq(self.write_data),
+                     write.en.eq(self.write)]
+        with m.If(self.write & (self.write_row == 0)):
+            m.d.sync += header.eq(self.write_data[-32:])
+        with m.If(self.write & (self.write_row == rows - 1)):
+            m.d.sync += full.eq(1)
+
+        h_codec, h_bank, h_last = header[30:32], header[28], header[27]
+        h_count, h_bits = header[11:23], header[0:11]
+        fed = Signal(12)                    # bytes of the image so far
+        busy = Signal()                     # the piece's bytes are going out
+        position = Signal(range(p.flit_bytes + 1))
+        end = Signal(range(p.flit_bytes + 1))
+        piece_last = Signal()
+        freed = Signal()
+        m.d.sync += self.slot_freed.eq(freed)
+        with m.If(freed):
+            m.d.sync += full.eq(0)
+
+        free = ~self.o.valid | self.o.ready
+        with m.If(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+
+        def abort():
+            m.d.sync += [self.o.valid.eq(1), self.o.payload.data.eq(0),
+                         self.o.payload.last.eq(0), self.o.payload.abort.eq(1),
+                         self.in_image.eq(0)]
+
+        sound = ((h_codec == CODECS.index(p.codec)) & (h_bits[:3] == 0) & (h_bits != 0)
+                 & (h_bits <= p.fmt.body_bits))
+        follows = (h_bank == self.bank) & (h_count == fed)
+        with m.If(busy):
+            with m.If(free):
+                column_bits = (link_bytes - 1).bit_length()
+                m.d.comb += read.addr.eq(position >> column_bits)
+                byte = read.data.word_select((~position[:column_bits])[:column_bits], 8)
+                final = position + 1 == end
+                m.d.sync += [self.o.valid.eq(1), self.o.payload.data.eq(byte),
+                             self.o.payload.last.eq(piece_last & final),
+                             self.o.payload.abort.eq(0),
+                             position.eq(position + 1), fed.eq(fed + 1)]
+                with m.If(final):
+                    m.d.sync += busy.eq(0)
+                    m.d.comb += freed.eq(1)
+                    with m.If(piece_last):
+                        m.d.sync += self.in_image.eq(0)
+        with m.Elif(full):
+            with m.If(self.in_image & ~(sound & follows)):
+                with m.If(free):
+                    abort()                  # then the piece is looked at again
+            with m.Elif(sound & (self.in_image | ((h_count == 0) & ~self.loading))):
+                m.d.sync += [busy.eq(1), position.eq(HEADER_BYTES),
+                             end.eq(HEADER_BYTES + (h_bits >> 3)), piece_last.eq(h_last)]
+                with m.If(~self.in_image):
+                    m.d.comb += self.start.eq(1)
+                    m.d.sync += [self.in_image.eq(1), self.bank.eq(h_bank), fed.eq(0)]
+            with m.Elif((h_count != 0) | ~sound):
+                m.d.comb += freed.eq(1)     # dropped
+        with m.Elif(self.cut & self.in_image & free):
+            abort()
+        return m
+
+
+
 class _RxStream(wiring.Component):
     """One stream of :class:`LinkRx`: a flit buffer of two flits, the raw reader, the
     decoder and the output that takes both in flit order."""
@@ -596,6 +707,16 @@ class _RxStream(wiring.Component):
             "write": In(1),                # a row of the routed flit
             "write_row": In(range(params.rows)),
             "write_data": In(params.row_bits),
+            # Tables in band (see LinkRx): which banks hold a whole table, whether one is
+            # being loaded and into which bank, the loader's writes to the decoder's idle
+            # bank (taken when ``table_ready``), and whether this stream is off the bank
+            # being loaded (``clear``), as it must be before the writes start.
+            "bank_valid": In(2),
+            "loading": In(1),
+            "load_bank": In(1),
+            "clear": Out(1),
+            "table": In(config_listener(_decoder_config_layout(params.codec))),
+            "table_ready": Out(1),
         })
 
     def elaborate(self, platform):
@@ -660,6 +781,7 @@ class _RxStream(wiring.Component):
         held = Signal()                          # a word in hand
         held_raw = Signal()
         held_empty = Signal()                    # an empty raw flit: no symbol
+        held_error = Signal()                    # ... or a refused one: its error beat
         held_done = Signal()                     # its flit's last symbol or word
         held_last = Signal()                     # ... of a flit that ends a frame
         held_bits = Signal(5)                    # a coded flit's last word's bits
@@ -679,9 +801,11 @@ class _RxStream(wiring.Component):
             with m.If(~raw_out_valid | self.o.ready):
                 m.d.comb += used.eq(1)
                 with m.If(held_empty):
-                    # An empty flit: only a frame's end, if it is one.
-                    m.d.sync += [raw_out.count.eq(0), raw_out.last.eq(1),
-                                 raw_out.error.eq(0), raw_out_valid.eq(held_last)]
+                    # An empty flit: only a frame's end, if it is one; or a refused
+                    # flit's error beat.
+                    m.d.sync += [raw_out.symbols[0].eq(0), raw_out.count.eq(0),
+                                 raw_out.last.eq(1), raw_out.error.eq(held_error),
+                                 raw_out_valid.eq(held_last | held_error)]
                 with m.Else():
                     m.d.sync += [raw_out.symbols[0].eq(byte), raw_out.count.eq(1),
                                  raw_out.last.eq(held_done & held_last),
@@ -699,21 +823,41 @@ class _RxStream(wiring.Component):
         with m.If(advance):
             m.d.sync += held.eq(0)
 
+        # Banks: a coded flit names the bank it was coded with. If that is not the
+        # decoder's, the decoder is switched to it first (at its next frame boundary,
+        # which this flit's first word is); a bank that holds no whole table gives the
+        # flit's error beat instead of its symbols (a bank being loaded is waited for).
+        # While a table loads into a bank this stream's decoder works on, the stream is
+        # switched off it as soon as its flit slots are empty (``clear``).
+        h_bank = header[28]
+        active = Signal(reset_less=True)       # the decoder's bank, as switched: a table
+        switching = Signal()                   # a switch write offered to the decoder
+        refusing = Signal()                    # the flit being read gives an error beat
+        bank_ok = self.bank_valid.bit_select(h_bank, 1)
+        blocked = self.loading & (self.load_bank == h_bank)
         with m.If(~reading):
-            with m.If(full.bit_select(out_slot, 1)):
-                with m.If(is_raw):
+            with m.If(full.bit_select(out_slot, 1) & ~switching):
+                with m.If(is_raw | (~bank_ok & ~blocked)):
                     with m.If(outstanding == 0):
                         m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
-                                     left.eq(h_count)]
+                                     left.eq(Mux(is_raw, h_count, 0)), refusing.eq(~is_raw)]
+                with m.Elif(h_bank != active):
+                    with m.If(~blocked):
+                        m.d.sync += switching.eq(1)
                 with m.Elif(decoding.w_rdy):
                     m.d.comb += [decoding.w_en.eq(1),
                                  decoding.w_data.eq(Cat(h_count, h_last))]
                     m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
-                                 left.eq(words)]
+                                 left.eq(words), refusing.eq(0)]
+            with m.Elif(self.loading & (active == self.load_bank) & ~full.any()
+                        & ~switching):
+                m.d.sync += switching.eq(1)
         with m.Elif(advance):
             # (An empty raw flit starts with none left: it is done at once.)
             done = left <= 1
-            m.d.sync += [held.eq(1), held_raw.eq(is_raw), held_empty.eq(is_raw & (left == 0)),
+            flat = is_raw | refusing
+            m.d.sync += [held.eq(1), held_raw.eq(flat), held_empty.eq(flat & (left == 0)),
+                         held_error.eq(refusing),
                          held_done.eq(done), held_last.eq(h_last),
                          held_bits.eq(tail_bits),
                          held_select.eq(word_byte[:column_bits]),
@@ -726,6 +870,18 @@ class _RxStream(wiring.Component):
                          full.bit_select(out_slot, 1).eq(0)]
         with m.If(last_row):
             m.d.sync += full.bit_select(slot, 1).eq(1)
+
+        config = decoder.i_config
+        with m.If(switching):
+            m.d.comb += [config.valid.eq(1), config.payload.addr.eq(_codec_module(p.codec)
+                                                                     .SWITCH_ADDR)]
+            with m.If(config.ready):
+                m.d.sync += [switching.eq(0), active.eq(~active)]
+        with m.Else():
+            m.d.comb += [config.valid.eq(self.table.valid),
+                         config.payload.eq(self.table.payload)]
+        m.d.comb += [self.table_ready.eq(~switching & config.ready),
+                     self.clear.eq((active != self.load_bank) & ~switching)]
 
         # The output: raw symbols first (a raw flit starts only with no coded flit in
         # the decoder), else the decoder's, with last and error from the flit.
@@ -799,26 +955,30 @@ class LinkRx(_LinkBlock):
             wiring.connect(m, unit.o, wiring.flipped(getattr(self, f"o_s{index}")))
             units.append(unit)
 
-        # Routing: each word is tagged with its stream (one-hot, or none: dropped) as it is
-        # taken into a small queue (distributed RAM), and written from the queue's head into
-        # its stream's buffer: no wide register waits on the streams, and i.ready is the
-        # queue's (a flip-flop compare).
+        # Routing: each word is tagged with its stream (one-hot, or none: dropped) or as a
+        # table flit's as it is taken into a small queue (distributed RAM), and written
+        # from the queue's head into its stream's buffer (or the table unit's): no wide
+        # register waits on the streams, and i.ready is the queue's (a flip-flop compare).
         row = Signal(range(p.rows))               # of the next word taken
         target = Signal(range(max(2, p.streams)))
         keep = Signal()                           # the flit goes to a stream (else dropped)
+        target_table = Signal()                   # the flit is a table flit
         top = self.i.payload.data[-32:]
         stream_field = top[23:27]
         is_table = top[29]
         routed = Signal(range(max(2, p.streams)))
         wanted = Signal()
+        table = Signal()
         m.d.comb += [routed.eq(Mux(row == 0, stream_field, target)),
-                     wanted.eq(Mux(row == 0, ~is_table & (stream_field < p.streams), keep))]
+                     wanted.eq(Mux(row == 0, ~is_table & (stream_field < p.streams), keep)),
+                     table.eq(Mux(row == 0, is_table, target_table))]
         tagged_layout = data.StructLayout({"data": p.row_bits, "row": range(p.rows),
-                                           "streams": p.streams})
+                                           "streams": p.streams, "table": 1})
         tagged = Signal(tagged_layout)
         m.d.comb += [tagged.data.eq(self.i.payload.data), tagged.row.eq(row),
                      tagged.streams.eq(Cat(*[wanted & (routed == index)
-                                             for index in range(p.streams)]))]
+                                             for index in range(p.streams)])),
+                     tagged.table.eq(table)]
         m.submodules.routed = queue = SyncFIFO(width=tagged_layout.size, depth=4)
         m.d.comb += [queue.w_data.eq(tagged), queue.w_en.eq(self.i.valid),
                      self.i.ready.eq(queue.w_rdy)]
@@ -826,9 +986,43 @@ class LinkRx(_LinkBlock):
         with m.If(taken):
             m.d.sync += row.eq(Mux(row == p.rows - 1, 0, row + 1))
             with m.If(row == 0):
-                m.d.sync += [target.eq(stream_field), keep.eq(wanted)]
+                m.d.sync += [target.eq(stream_field), keep.eq(wanted),
+                             target_table.eq(is_table)]
         head = Signal(tagged_layout)
         m.d.comb += head.eq(queue.r_data)
+
+        # Tables in band: the table unit takes table flits and sends their bytes to a
+        # TableLoader, whose writes go to every decoder's idle bank once every stream is
+        # off the bank being loaded; its last beat says whether the bank now holds a
+        # whole table. While a table flit waits or an image loads, data flits wait at
+        # the queue's head (so every data flit before the table flit, in link order, is
+        # in its stream before the load starts, and none after it).
+        m.submodules.tables = tables = _RxTables(p)
+        load_active = Signal()              # an image is loading (its start to its end)
+        m.submodules.loader = loader = TableLoader(codec=p.codec, block="decoder")
+        wiring.connect(m, tables.o, loader.i)
+        m.d.comb += tables.loading.eq(load_active)
+        bank_valid = Signal(2, init=0b11, reset_less=True)   # both hold the elaboration
+        all_clear = Signal()                                 # tables at power-up
+        m.d.sync += all_clear.eq(Cat(*[unit.clear for unit in units]).all() & load_active)
+        with m.If(tables.start):
+            m.d.sync += load_active.eq(1)
+        end_beat = loader.o.payload.error | (loader.o.payload.addr
+                                             == _codec_module(p.codec).SWITCH_ADDR)
+        offer = loader.o.valid & ~end_beat & all_clear & load_active
+        for unit in units:
+            m.d.comb += [unit.bank_valid.eq(bank_valid), unit.loading.eq(load_active),
+                         unit.load_bank.eq(tables.bank),
+                         unit.table.valid.eq(offer),
+                         unit.table.payload.addr.eq(loader.o.payload.addr),
+                         unit.table.payload.data.eq(loader.o.payload.data)]
+        m.d.comb += loader.o.ready.eq(Mux(end_beat, 1, offer & Cat(
+            *[unit.table_ready for unit in units]).all()))
+        with m.If(offer):
+            m.d.sync += bank_valid.bit_select(tables.bank, 1).eq(0)
+        with m.If(loader.o.valid & end_beat):
+            m.d.sync += [bank_valid.bit_select(tables.bank, 1).eq(~loader.o.payload.error),
+                         load_active.eq(0)]
 
         # The head goes to a write stage (a register broadcast to every stream) when its
         # stream has room: each stream's free flit slots are counted here (credits, taken
@@ -836,13 +1030,23 @@ class LinkRx(_LinkBlock):
         # no path runs from the streams back to the queue within a cycle.
         credits = [Signal(range(3), init=2, name=f"credits{index}")
                    for index in range(p.streams)]
-        room = Cat(*[(credit != 0) | (head.row != 0) for credit in credits])
-        pop = queue.r_rdy & ((head.streams == 0) | (head.streams & room).any())
-        m.d.comb += queue.r_en.eq(pop)
+        table_credit = Signal(init=1)
+        hold = ~table_credit | tables.in_image | load_active
+        first = head.row == 0
+        room = Cat(*[(credit != 0) | ~first for credit in credits])
+        data_pop = (head.streams == 0) | ((head.streams & room).any() & ~(hold & first))
+        pop = queue.r_rdy & Mux(head.table, table_credit | ~first, data_pop)
+        m.d.comb += [queue.r_en.eq(pop),
+                     tables.cut.eq(queue.r_rdy & first & ~head.table & table_credit)]
         staged = Signal(tagged_layout)
-        m.d.sync += [staged.eq(head), staged.streams.eq(Mux(pop, head.streams, 0))]
+        m.d.sync += [staged.eq(head), staged.streams.eq(Mux(pop & ~head.table, head.streams, 0)),
+                     staged.table.eq(pop & head.table)]
+        m.d.sync += table_credit.eq(table_credit - (pop & head.table & first)
+                                    + tables.slot_freed)
+        m.d.comb += [tables.write.eq(staged.table), tables.write_row.eq(staged.row),
+                     tables.write_data.eq(staged.data)]
         for index, (unit, credit) in enumerate(zip(units, credits)):
-            took = pop & head.streams[index] & (head.row == 0)
+            took = pop & head.streams[index] & first
             m.d.sync += credit.eq(credit - took + unit.slot_freed)
             m.d.comb += [unit.write.eq(staged.streams[index]), unit.write_row.eq(staged.row),
                          unit.write_data.eq(staged.data)]

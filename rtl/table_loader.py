@@ -14,7 +14,8 @@ Parameters (keyword-only): ``codec`` (``"qlc"`` or ``"huffman"``), ``block``
 Ports:
 
 - ``i``: the image, a byte a transfer (:data:`image_byte_layout`: ``data``, and ``last``
-  on its last byte).
+  on its last byte); a beat with ``abort`` ends the image as a bad one (its ``data`` is
+  not read), for a sender that learns the image will not be whole.
 - ``o``: the writes (:func:`loader_write_layout`: the codec's ``addr`` and ``data``, the
   code ``length`` of symbol ``addr`` for an encoder's symbol write, else 0, and
   ``error``). For a good image, the writes of ``config_writes(tables, block=block)``
@@ -28,7 +29,8 @@ Bad images (as :func:`~linkcodec.golden.link.table_from_image` refuses them): QL
 entry with a reserved bit set, a suffix width above 8, a size above ``1 << width``, sizes
 that do not add up to 256, a symbol in an area that is already full; Huffman, a length of
 0 or lengths that break Kraft's inequality; both, an image whose ``last`` is not on its
-last byte (shorter: ends there; longer: the bytes past it are dropped up to ``last``).
+last byte (shorter: ends there; longer: the bytes past it are dropped up to ``last``),
+and an ``abort`` beat.
 After the error beat (or the switch write) the loader takes the next image.
 
 Throughput: QLC takes a head byte a cycle and a body byte every 8/3 cycles (a symbol's
@@ -51,7 +53,7 @@ from . import huffman, qlc
 __all__ = ["TableLoader", "image_byte_layout", "loader_write_layout", "IMAGE_BYTES"]
 
 #: A byte of a table image.
-image_byte_layout = data.StructLayout({"data": 8, "last": 1})
+image_byte_layout = data.StructLayout({"data": 8, "last": 1, "abort": 1})
 
 #: Bytes of each codec's table image.
 IMAGE_BYTES = {"qlc": 2 * AREAS + 3 * SYMBOLS // 8, "huffman": SYMBOLS // 2}
@@ -128,7 +130,9 @@ class TableLoader(wiring.Component):
         offset = Signal(range(size + 1))
         ended = Signal()
         bad_length = Signal()
-        with m.If(take):
+        with m.If(take & self.i.payload.abort):
+            m.d.sync += [ended.eq(1), bad_length.eq(1)]
+        with m.Elif(take):
             with m.If(offset != size):
                 m.d.sync += offset.eq(offset + 1)
             with m.If(self.i.payload.last):
@@ -158,6 +162,7 @@ class TableLoader(wiring.Component):
 
         take = self.i.valid & self.i.ready
         offset, ended, bad_length = self._intake(m, size=IMAGE_BYTES["qlc"], take=take)
+        take = take & ~self.i.payload.abort
         byte = self.i.payload.data
         in_head = offset < head_bytes
         in_body = ~in_head & (offset != IMAGE_BYTES["qlc"])
@@ -253,6 +258,7 @@ class TableLoader(wiring.Component):
 
         take = self.i.valid & self.i.ready
         offset, ended, bad_length = self._intake(m, size=size, take=take)
+        take = take & ~self.i.payload.abort
         byte = self.i.payload.data
         m.d.comb += self.i.ready.eq((phase == 0) & ~ended)
         m.d.comb += [write.addr.eq(offset), write.data.eq(byte),

@@ -8,7 +8,9 @@ import pytest
 
 from linkcodec.bundled import bundled_files
 from linkcodec.cli import main
-from linkcodec.golden.link import FlitHeader, FlitWriter, LinkFormat
+from linkcodec.golden.huffman import HuffmanCodebook
+from linkcodec.golden.link import (HEADER_BYTES, FlitHeader, FlitWriter, LinkFormat,
+                                   table_from_image)
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx, link_tables
 from linkcodec.sim.beats import decoder_beats, symbol_beats
@@ -72,15 +74,17 @@ def test_link_survives_a_reset_in_mid_stream():
     assert sum(result["taken_before_reset"].values()) > 0
 
 
-def test_rx_drops_table_flits_and_names_bad_flits():
-    """Table flits and flits for a stream the link lacks are dropped; a flit with an
-    invalid code, or fewer symbols than its header says, ends its frame with the error
-    beat; the flits after decode as before."""
+def test_rx_names_bad_flits():
+    """Flits for a stream the link lacks are dropped; a flit with an invalid code, or
+    fewer symbols than its header says, ends its frame with the error beat; the flits
+    after decode as before. (The table flits in front load the code the RX was built
+    with, in two pieces.)"""
     layout = QlcLayout((3, 3, 3, 3, 3, 4, 5, 8), (4, 8, 8, 8, 8, 16, 32, 172))
     code = QlcCode(layout, np.arange(256))
     fmt = LinkFormat("qlc", streams=2, flit_bytes=64)
     writer = FlitWriter(fmt)
     table = writer.load(code)
+    assert len(table) == 2
     good = np.zeros(70, dtype=np.uint8)     # 70 codes of 6 bits: one coded flit
     [flit] = writer.frame(good, 1)
     assert FlitHeader.unpack(flit).codec == fmt.codec_id
@@ -99,6 +103,100 @@ def test_rx_drops_table_flits_and_names_bad_flits():
     rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code)
     result = run_beats(rx, inputs={"i": words}, expected={"o_s1": expected},
                        idle="random", stall="random", name="link_rx_qlc_s2_f64_w16")
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+
+
+def _swapped(tables, first, second):
+    """``tables`` with the codes of two symbols swapped: as good on the data, but a flit
+    decoded with the wrong one of the two gives other symbols."""
+    if isinstance(tables, QlcCode):
+        ranks = tables.symbol_to_rank.copy()
+        ranks[[first, second]] = ranks[[second, first]]
+        return link_tables("qlc", QlcCode(tables.layout, ranks))
+    lengths = tables.lengths.copy()
+    lengths[[first, second]] = lengths[[second, first]]
+    return link_tables("huffman", HuffmanCodebook(lengths))
+
+
+def _rx_expected(fmt, flits):
+    """Each stream's beats out of LinkRx for ``flits``, and how many coded flits named a
+    bank whose table was refused (each of those gives the error beat instead)."""
+    pieces, banks, beats, refused = {}, {}, {}, 0
+    for flit in flits:
+        header = FlitHeader.unpack(flit)
+        body = flit[HEADER_BYTES:HEADER_BYTES + header.bits // 8]
+        if header.table:
+            image = pieces.get(header.bank, b"") + body
+            pieces[header.bank] = b"" if header.last else image
+            if header.last:
+                try:
+                    banks[header.bank] = table_from_image(fmt.codec, image)
+                except ValueError:
+                    banks[header.bank] = None
+            continue
+        out = beats.setdefault(f"o_s{header.stream}", [])
+        if header.codec == 0:
+            symbols = np.frombuffer(body, dtype=np.uint8)
+        elif banks[header.bank] is None:
+            out.append({"symbols": [0], "count": 0, "last": 1, "error": 1})
+            refused += 1
+            continue
+        else:
+            symbols = banks[header.bank].decode(flit[HEADER_BYTES:], header.bits)
+        out += [{"symbols": [int(symbol)], "count": 1,
+                 "last": int(header.last and k == symbols.size - 1), "error": 0}
+                for k, symbol in enumerate(symbols)]
+        if header.last and not symbols.size:
+            out.append({"symbols": [0], "count": 0, "last": 1, "error": 0})
+    return beats, refused
+
+
+@pytest.mark.parametrize("codec", ["qlc", "huffman"])
+def test_rx_loads_tables_in_band(codec):
+    """Table flits load each new table into the bank the data flits do not use, as the
+    golden writer sends them: the first into bank 0, which every decoder works on at
+    power-up (so each is switched off it first), then the banks in turn, a table loaded
+    twice into a bank no flit used yet, and a refused table, whose bank's coded flits
+    give the error beat until a good table comes. Every stream's symbols, against the
+    tables their flits name (each table differs from the others in two symbols' codes);
+    random idle cycles on the link and backpressure on every stream."""
+    fmt = LinkFormat(codec, streams=3, flit_bytes=256)
+    tensor = np.load(FILES[0]).reshape(-1)
+    base = _tables(codec)
+    order = np.argsort(-np.bincount(tensor, minlength=256), kind="stable")
+    tables = [_swapped(base, order[0], order[k]) for k in range(1, 8)]
+    writer = FlitWriter(fmt)
+    flits = []
+    cursor = [0]
+
+    def frames(*streams, size=700):
+        for stream in streams:
+            start = cursor[0] % (tensor.size - size)
+            cursor[0] += size
+            flits.extend(writer.frame(tensor[start:start + size], stream))
+
+    flits += writer.load(tables[0])                     # bank 0, in use at power-up
+    frames(0, 1, 2, 0)
+    flits += writer.load(tables[1])                     # bank 1
+    frames(1, 2)
+    flits += writer.load(tables[2])                     # bank 0: stream 0 is still on it
+    frames(0, 1, 2)
+    flits += writer.load(tables[3]) + writer.load(tables[4])   # bank 1 twice
+    frames(2, 0, 1)
+    bad = writer.load(tables[5])                        # bank 0, refused
+    assert FlitHeader.unpack(bad[0]).bank == 0
+    # QLC: area 0's entry with a reserved bit set; Huffman: symbol 0 without a code
+    spoilt = bad[0][4] | 0x02 if codec == "qlc" else bad[0][4] & 0x0F
+    bad[0] = bad[0][:4] + bytes([spoilt]) + bad[0][5:]
+    flits += bad
+    frames(0, 2)
+    flits += writer.load(tables[6])                     # bank 1: good again
+    frames(1, 0, 2)
+    expected, refused = _rx_expected(fmt, flits)
+    assert refused >= 2
+    rx = LinkRx(codec=codec, streams=3, flit_bytes=256, link_bytes=64, tables=base)
+    result = run_beats(rx, inputs={"i": words_of_flits(flits, 64)}, expected=expected,
+                       idle="random", stall="random", name=f"link_rx_{codec}_s3_f256_w64")
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
 
 

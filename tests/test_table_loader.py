@@ -61,7 +61,8 @@ def _bad_images(codec, good):
 
 
 def _beats(image):
-    return [{"data": byte, "last": int(k == len(image) - 1)} for k, byte in enumerate(image)]
+    return [{"data": byte, "last": int(k == len(image) - 1), "abort": 0}
+            for k, byte in enumerate(image)]
 
 
 def _images(out):
@@ -89,10 +90,16 @@ def test_images_load_as_config_writes(codec, block, seed, tmp_path_factory):
             with pytest.raises(ValueError):
                 table_from_image(codec, image)
     # Each bad image is followed by a good one: the loader recovers.
-    sequence = [("good", table_image(codec, goods[0]), goods[0])]
+    good_image = table_image(codec, goods[0])
+    sequence = [("good", _beats(good_image), goods[0])]
     for (what, image), good in zip(bads, goods[1:] * len(bads)):
-        sequence += [(what, image, None), ("good", table_image(codec, good), good)]
-    beats = [beat for _, image, _ in sequence for beat in _beats(image)]
+        sequence += [(what, _beats(image), None), ("good", _beats(table_image(codec, good)), good)]
+    # an abort beat part way, and at once
+    for cut in (50, 0):
+        aborted = _beats(good_image)[:cut] + [{"data": 0, "last": 0, "abort": 1}]
+        sequence += [(f"aborted after {cut} bytes", aborted, None),
+                     ("good", _beats(good_image), goods[0])]
+    beats = [beat for _, image, _ in sequence for beat in image]
     result = run_beats(TableLoader(codec=codec, block=block), inputs={"i": beats},
                        expected={}, idle="random", stall="random", seed=seed,
                        name=f"table_loader_{codec}_{block}", settle=4000 * len(sequence))
