@@ -197,8 +197,11 @@ class AxiStreamWrapper(wiring.Component):
         if output:
             m.d.comb += axi["tdata"].eq(swapped)
             # Byte 0 is always kept, so a word of 0 bits is not a null transfer.
-            m.d.comb += axi["tkeep"].eq(Cat(1, *((payload.bits > 8 * k)
-                                                  for k in range(1, count))))
+            if "bits" in dict(layout):
+                m.d.comb += axi["tkeep"].eq(Cat(1, *((payload.bits > 8 * k)
+                                                      for k in range(1, count))))
+            else:                             # a word with no bits field is all kept
+                m.d.comb += axi["tkeep"].eq((1 << count) - 1)
             m.d.comb += axi["tuser"].eq(user)
         else:
             m.d.comb += swapped.eq(axi["tdata"])

@@ -51,7 +51,7 @@ from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_cod
 from .bitpack import RegisterSlice, mux_tree
 from .payload import config_write_layout, symbol_layout, word_layout
 from .table import config_listener
-from .table_loader import TableLoader, image_byte_layout
+from .table_loader import IMAGE_BYTES, TableLoader, image_byte_layout, loader_write_layout
 
 __all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "LINK_WORD_WIDTH", "LinkTx", "LinkRx",
            "LinkPair", "link_tables"]
@@ -72,6 +72,19 @@ LINK_GROUP = 4
 #: streams' rows converge on the link word, and the design did not route; 16 streams of
 #: 1-lane QLC need about 15 bytes a cycle.
 LINK_PIECE_BYTES = 16
+#: Cycles LinkTx waits after a table's last table flit has left before its streams take
+#: the table: more than LinkRx takes to load it (a Huffman image, the longest, in about
+#: 400 cycles after its flit is in), so the receiver does not hold the first flits coded
+#: with it. The streams go on with the table before meanwhile: no idle cycle.
+TABLE_LEAD_CYCLES = 512
+#: The states of LinkTx's table loads, in order.
+_TX_TABLE_STATES = ("idle", "wait", "arm", "write", "send", "lead", "report")
+#: Bytes of the longest table image (Huffman's) a link carries.
+IMAGE_MAX = max(IMAGE_BYTES.values())
+#: What ``LinkTx`` says of each table image it was given, a beat an image (``last``
+#: always 1): ``data``, the link bank it loaded (0 or 1); ``error``, the image was
+#: refused (then no table flit went out and no stream switched).
+table_result_layout = data.StructLayout({"data": 8, "error": 1, "last": 1})
 #: Link words LinkTx's output queue holds: enough for its link side's pipeline to issue
 #: a word a cycle while ``o`` takes one.
 LINK_OUT_DEPTH = 8
@@ -147,11 +160,14 @@ def _checked(component, **params):
         raise
 
 
-def _header(*, codec, last, stream, count, bits):
+def _header(*, codec, bank, last, stream, count, bits, table=0):
     """The 32 header bits (``FlitHeader``: codec, table, bank, last, stream, count,
     bits), as a value whose MSB is the flit's first bit."""
-    return Cat(bits[:11], count[:12], Const(stream, 4), last, Const(0, 1), Const(0, 1),
-               codec[:2])
+    def field(value, width):                   # zero-extended or cut to ``width`` bits
+        return Cat(value, Const(0, width))[:width]
+
+    return Cat(field(bits, 11), field(count, 12), Const(stream, 4), last, bank,
+               Const(table, 1), field(codec, 2))
 
 
 def _byte_enables(position, size, link_bytes):
@@ -209,6 +225,23 @@ class _TxStream(wiring.Component):
             "row_data": Out(params.piece_bits),
             "header": Out(32),
             "end": Out(range(params.flit_bytes + 1)),
+            # Tables in band (see LinkTx): the loader's writes into the idle banks of the
+            # encoder and the cutter's lengths (taken when ``table_ready``); ``fresh``:
+            # the idle banks hold a newer table, with link bank ``fresh_bank``, which the
+            # stream takes at its next frame (``switched`` pulses once its encoder has
+            # it); ``loading``: a table is being loaded into link bank ``load_bank``, so a
+            # frame coded with that bank's old table may not start; ``busy``: each link
+            # bank, whether a frame of it is in progress or a flit of it not yet sent;
+            # ``caught_up``: the encoder is on the cutter's table.
+            "table": In(config_listener(loader_write_layout(params.codec))),
+            "table_ready": Out(1),
+            "fresh": In(1),
+            "fresh_bank": In(1),
+            "switched": Out(1),
+            "loading": In(1),
+            "load_bank": In(1),
+            "busy": Out(2),
+            "caught_up": Out(1),
         })
 
     def elaborate(self, platform):
@@ -218,13 +251,34 @@ class _TxStream(wiring.Component):
         body_bits, raw_symbols = fmt.body_bits, fmt.raw_symbols
         coded_id = CODECS.index(p.codec)
 
+        # Banks. The encoder's active bank and the link bank of its table outlive a reset
+        # (they name tables); the cutter runs ahead of the encoder, so it takes a fresh
+        # table at a frame's first symbol (``ahead``) and the reader switches the encoder
+        # when it reaches that frame's first chunk. A reset drops what is between them,
+        # and with ``ahead`` the cutter's switch: the stream takes the table again.
+        enc_active = Signal(reset_less=True)
+        enc_tag = Signal(reset_less=True)
+        ahead = Signal()
+        ahead_tag = Signal()
+        in_frame = Signal()
+        cut_bank = Signal()
+        cut_tag = Signal()
+        m.d.comb += self.caught_up.eq(~ahead)
+
         # -- 1. the cutter ------------------------------------------------------------
         m.submodules.lengths = lengths = Memory(
-            shape=unsigned(5), depth=256, init=_code_lengths(p.codec, p.tables))
+            shape=unsigned(5), depth=512, init=_code_lengths(p.codec, p.tables) * 2)
         length_read = lengths.read_port(domain="comb")
+        length_write = lengths.write_port()
+        m.d.comb += [length_write.addr.eq(Cat(self.table.payload.addr[:8], ~enc_active)),
+                     length_write.data.eq(self.table.payload.length),
+                     length_write.en.eq(self.table.valid & (self.table.payload.addr < 256))]
         m.submodules.chunks = chunks = SyncFIFOBuffered(width=10, depth=CHUNK_QUEUE_DEPTH)
-        m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=4)     # 1 = raw
-        info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1})
+        # A chunk's mode: raw, and whether its encoder switches banks before it.
+        mode_layout = data.StructLayout({"raw": 1, "switch": 1})
+        m.submodules.modes = modes = SyncFIFOBuffered(width=2, depth=4)
+        info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1,
+                                         "bank": 1})
         m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=4)
 
         symbol = self.i.payload.symbols[0]
@@ -233,8 +287,27 @@ class _TxStream(wiring.Component):
         count = Signal(12)                # its symbols
         coded = Signal()                  # its choice is known: coded
         new_acc = Signal(12)
-        m.d.comb += [length_read.addr.eq(symbol), new_acc.eq(acc + length_read.data)]
-        space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
+        # A frame's first beat takes a fresh table (not while one loads: then ``fresh``
+        # is low); a frame of the old table of the bank being loaded waits.
+        take_fresh = ~in_frame & self.fresh & ~ahead
+        held_back = ~in_frame & self.loading & ~take_fresh & (cut_tag == self.load_bank)
+        switch_chunk = Signal()           # the chunk is its frame's first after a switch
+        m.d.comb += [cut_bank.eq(Mux(take_fresh, ~enc_active, enc_active ^ ahead)),
+                     cut_tag.eq(Mux(take_fresh, self.fresh_bank,
+                                    Mux(ahead, ahead_tag, enc_tag)))]
+        m.d.comb += [length_read.addr.eq(Cat(symbol, cut_bank)),
+                     new_acc.eq(acc + length_read.data)]
+        space = chunks.w_rdy & modes.w_rdy & infos.w_rdy & ~held_back
+        mode = Signal(mode_layout)
+        m.d.comb += [modes.w_data.eq(mode), mode.switch.eq(switch_chunk | take_fresh)]
+        with m.If(modes.w_en):
+            m.d.sync += switch_chunk.eq(0)
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += in_frame.eq(~self.i.payload.last)
+            with m.If(take_fresh):
+                m.d.sync += [ahead.eq(1), ahead_tag.eq(self.fresh_bank)]
+                with m.If(~modes.w_en):
+                    m.d.sync += switch_chunk.eq(1)
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
         over = new_acc > body_bits
@@ -247,14 +320,14 @@ class _TxStream(wiring.Component):
 
         def close(*, raw, count_, bits_, last):
             m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
-                         info.last.eq(last), infos.w_en.eq(1)]
+                         info.last.eq(last), info.bank.eq(cut_tag), infos.w_en.eq(1)]
             m.d.sync += [acc.eq(0), count.eq(0), coded.eq(0)]
 
         with m.If(self.i.valid & space):
             with m.If(cut):
                 # A marker entry ends the chunk; the symbol is taken next cycle.
                 m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunks.w_en.eq(1)]
-                m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(~coded)]
+                m.d.comb += [mode.raw.eq(1), modes.w_en.eq(~coded)]
                 close(raw=~coded, count_=count, bits_=Mux(coded, acc, count << 3), last=0)
             with m.Else():
                 m.d.comb += [entry.symbol.eq(symbol), entry.has.eq(has),
@@ -264,12 +337,12 @@ class _TxStream(wiring.Component):
                     m.d.sync += [acc.eq(new_acc), count.eq(count + 1)]
                 with m.If(decide):
                     m.d.sync += coded.eq(1)
-                    m.d.comb += [modes.w_data.eq(0), modes.w_en.eq(1)]
+                    m.d.comb += [mode.raw.eq(0), modes.w_en.eq(1)]
                 with m.If(self.i.payload.last):
                     now_coded = coded | decide
                     total = count + has
                     with m.If(~now_coded):
-                        m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(1)]
+                        m.d.comb += [mode.raw.eq(1), modes.w_en.eq(1)]
                     close(raw=~now_coded, count_=total,
                           bits_=Mux(now_coded, Mux(has, new_acc, acc), total << 3), last=1)
 
@@ -289,11 +362,36 @@ class _TxStream(wiring.Component):
                      chunks.r_en.eq(queued.w_rdy), head.eq(queued.r_data)]
         raw_valid = Signal()
         raw_ready = Signal()
+        next_mode = Signal(mode_layout)
+        m.d.comb += next_mode.eq(modes.r_data)
+        # Before the first chunk of a frame that took a fresh table, the encoder switches
+        # (it is between frames, so at once).
+        switch_offer = Signal()
+        config = encoder.i_config
+        with m.If(switch_offer):
+            m.d.comb += [config.valid.eq(1),
+                         config.payload.addr.eq(_codec_module(p.codec).SWITCH_ADDR)]
+        with m.Else():
+            m.d.comb += [config.valid.eq(self.table.valid),
+                         config.payload.addr.eq(self.table.payload.addr),
+                         config.payload.data.eq(self.table.payload.data)]
+        m.d.comb += self.table_ready.eq(~switch_offer & config.ready)
+        switch_made = Signal()            # for the chunk at the head of ``modes``
         with m.If(~reading):
-            m.d.comb += [modes.r_en.eq(body_modes.w_rdy), body_modes.w_en.eq(modes.r_rdy),
-                         body_modes.w_data.eq(modes.r_data)]
-            with m.If(modes.r_rdy & body_modes.w_rdy):
-                m.d.sync += [reading.eq(1), raw.eq(modes.r_data)]
+            with m.If(modes.r_rdy & next_mode.switch & ~switch_made):
+                m.d.comb += switch_offer.eq(1)
+                with m.If(config.ready):
+                    m.d.sync += [enc_active.eq(~enc_active), enc_tag.eq(ahead_tag),
+                                 ahead.eq(0), switch_made.eq(1)]
+                    m.d.comb += self.switched.eq(1)
+            with m.Else():
+                with m.If(modes.r_en & modes.r_rdy):
+                    m.d.sync += switch_made.eq(0)
+                m.d.comb += [modes.r_en.eq(body_modes.w_rdy),
+                             body_modes.w_en.eq(modes.r_rdy),
+                             body_modes.w_data.eq(next_mode.raw)]
+                with m.If(modes.r_rdy & body_modes.w_rdy):
+                    m.d.sync += [reading.eq(1), raw.eq(next_mode.raw)]
         with m.Else():
             taken = Mux(raw, raw_ready, encoder.i.ready)
             m.d.comb += [
@@ -344,8 +442,9 @@ class _TxStream(wiring.Component):
             with m.If(infos.r_rdy):
                 done = Signal(info_layout)
                 m.d.comb += [done.eq(infos.r_data), infos.r_en.eq(1)]
-                value = _header(codec=Mux(done.raw, 0, coded_id), last=done.last,
-                                stream=self._index, count=done.count, bits=done.bits)
+                value = _header(codec=Mux(done.raw, 0, coded_id), bank=done.bank,
+                                last=done.last, stream=self._index, count=done.count,
+                                bits=done.bits)
                 with m.If(slot):
                     m.d.sync += [headers[1].eq(value), ends[1].eq(position)]
                 with m.Else():
@@ -384,6 +483,13 @@ class _TxStream(wiring.Component):
         with m.If(self.flit_taken):
             # (The slot the link frees is never the one being filled.)
             m.d.sync += [out_slot.eq(~out_slot), full.bit_select(out_slot, 1).eq(0)]
+
+        # Chunks of each link bank closed and not yet sent (a chunk is a flit).
+        for bank in range(2):
+            pending = Signal(range(CHUNK_QUEUE_DEPTH + 8), name=f"pending{bank}")
+            m.d.sync += pending.eq(pending + (infos.w_en & (info.bank == bank))
+                                   - (self.flit_taken & (self.header[28] == bank)))
+            m.d.comb += self.busy[bank].eq((pending != 0) | (in_frame & (cut_tag == bank)))
         return m
 
 
@@ -407,6 +513,100 @@ class _LinkBlock(wiring.Component):
     @property
     def link_bytes(self):
         return self._params.link_bytes
+
+
+class _TxTables(wiring.Component):
+    """:class:`LinkTx`'s table image: the bytes from ``i_table`` (at most
+    :data:`IMAGE_MAX`; ``length`` says one more if there were more), read by the loader
+    through ``read_addr``/``read_data``; on ``send``, the image as table flits of link
+    bank ``bank`` (pieces of the flit body, as the golden writer cuts them), which the
+    link side takes as it takes a stream's full flits; ``sent`` pulses once the last
+    has gone; ``done`` frees the image for the next."""
+
+    def __init__(self, params):
+        self._params = params
+        super().__init__({
+            "i": In(stream.Signature(image_byte_layout)),
+            "have": Out(1),
+            "length": Out(range(IMAGE_MAX + 2)),
+            "read_addr": In(range(IMAGE_MAX + 1)),
+            "read_data": Out(8),
+            "send": In(1),
+            "bank": In(1),
+            "sent": Out(1),
+            "done": In(1),
+            "flit_valid": Out(1),
+            "flit_taken": In(1),
+            "row": In(range(params.pieces)),
+            "row_data": Out(params.piece_bits),
+            "header": Out(32),
+            "end": Out(range(params.flit_bytes + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        m.submodules.image = image = Memory(shape=unsigned(8), depth=IMAGE_MAX, init=[])
+        write = image.write_port()
+        loader_read = image.read_port(domain="comb")
+        copy_read = image.read_port(domain="comb")
+        take = self.i.valid & self.i.ready
+        m.d.comb += [self.i.ready.eq(~self.have),
+                     write.addr.eq(self.length), write.data.eq(self.i.payload.data),
+                     write.en.eq(take & ~self.i.payload.abort & (self.length < IMAGE_MAX)),
+                     loader_read.addr.eq(self.read_addr), self.read_data.eq(loader_read.data)]
+        with m.If(take):
+            with m.If(self.i.payload.abort):
+                m.d.sync += [self.have.eq(1), self.length.eq(IMAGE_MAX + 1)]
+            with m.Else():
+                with m.If(self.length <= IMAGE_MAX):
+                    m.d.sync += self.length.eq(self.length + 1)
+                with m.If(self.i.payload.last):
+                    m.d.sync += self.have.eq(1)
+        with m.If(self.done):
+            m.d.sync += [self.have.eq(0), self.length.eq(0)]
+
+        # The table flits: a piece's bytes copied a byte a cycle into a flit of rows
+        # (read as a stream's are: a row a cycle after its address).
+        body_bytes = p.fmt.body_bytes
+        rows, piece_bytes = p.pieces, p.piece_bytes
+        m.submodules.flit = flit = Memory(shape=unsigned(p.piece_bits), depth=rows, init=[])
+        fill = flit.write_port(granularity=8)
+        read = flit.read_port()
+        start = Signal(range(IMAGE_MAX + 1))      # the piece's first image byte
+        copy = Signal(range(IMAGE_MAX + 1))       # the image byte copied next
+        position = Signal(range(p.flit_bytes + 1))
+        copying = Signal()
+        coded_id = CODECS.index(p.codec)
+        length = Mux(self.length > IMAGE_MAX, IMAGE_MAX, self.length)
+        piece_end = Mux(start + body_bytes < length, start + body_bytes, length)
+        m.d.comb += [copy_read.addr.eq(copy),
+                     fill.addr.eq(position // piece_bytes),
+                     fill.data.eq(Cat(*[copy_read.data] * piece_bytes)),
+                     read.addr.eq(self.row), self.row_data.eq(read.data)]
+        with m.If(self.send):
+            m.d.sync += [copying.eq(1), start.eq(0), copy.eq(0),
+                         position.eq(HEADER_BYTES)]
+        with m.If(copying):
+            with m.If(copy != piece_end):
+                m.d.comb += fill.en.eq(_byte_enables(position, 1, piece_bytes))
+                m.d.sync += [copy.eq(copy + 1), position.eq(position + 1)]
+            with m.Else():
+                last = piece_end == length
+                m.d.sync += [
+                    copying.eq(0), self.flit_valid.eq(1),
+                    self.header.eq(_header(codec=Const(coded_id, 2), bank=self.bank,
+                                           last=last, stream=0, count=start,
+                                           bits=(piece_end - start) << 3, table=1)),
+                    self.end.eq(position),
+                ]
+        with m.If(self.flit_taken):
+            m.d.sync += self.flit_valid.eq(0)
+            with m.If(self.header[27]):
+                m.d.comb += self.sent.eq(1)
+            with m.Else():
+                m.d.sync += [copying.eq(1), start.eq(copy), position.eq(HEADER_BYTES)]
+        return m
 
 
 class LinkTx(_LinkBlock):
@@ -447,7 +647,9 @@ class LinkTx(_LinkBlock):
                           flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
         members = {f"i_s{index}": In(stream.Signature(symbol_layout(1)))
                    for index in range(streams)}
+        members["i_table"] = In(stream.Signature(image_byte_layout))
         members["o"] = Out(stream.Signature(word_layout(params.row_bits)))
+        members["o_table"] = Out(stream.Signature(table_result_layout))
         super().__init__(params, members)
 
     def elaborate(self, platform):
@@ -459,6 +661,11 @@ class LinkTx(_LinkBlock):
             m.submodules[f"stream{index}"] = unit
             wiring.connect(m, wiring.flipped(getattr(self, f"i_s{index}")), unit.i)
             units.append(unit)
+        streams = list(units)
+        m.submodules.tables = tables = _TxTables(p)
+        wiring.connect(m, wiring.flipped(self.i_table), tables.i)
+        units.append(tables)              # its table flits share the link side
+        self._tables_in_band(m, streams, tables)
 
         # The link side is a pipeline that never stalls, a piece (a buffer row of
         # ``piece_bytes``) a cycle, in front of an output queue of link words whose free
@@ -479,7 +686,8 @@ class LinkTx(_LinkBlock):
         piece_bytes, piece_bits = p.piece_bytes, p.piece_bits
         per_word = link_bytes // piece_bytes
         column_bits = (piece_bytes - 1).bit_length()
-        groups = [units[start:start + LINK_GROUP] for start in range(0, p.streams, LINK_GROUP)]
+        count = len(units)
+        groups = [units[start:start + LINK_GROUP] for start in range(0, count, LINK_GROUP)]
         group_bits = (LINK_GROUP - 1).bit_length()
 
         m.submodules.out = out_queue = SyncFIFOBuffered(width=self.o.payload.shape().size,
@@ -492,7 +700,7 @@ class LinkTx(_LinkBlock):
         m.d.sync += pending.eq(pending + (issue & word_start)
                                - (self.o.valid & self.o.ready))
 
-        current = Signal(range(max(2, p.streams)))
+        current = Signal(range(max(2, count)))
         sending = Signal()
         row = Signal(range(rows))
         for unit in units:
@@ -510,15 +718,15 @@ class LinkTx(_LinkBlock):
         # set bit). While a flit is sent, its stream is left out (its other slot's flit
         # shows only once this one is taken).
         waiting = Cat(*[unit.flit_valid for unit in units])
-        others = waiting & ~Mux(sending, (Const(1, p.streams + 1) << current)[:p.streams], 0)
-        above = others & ~((Const(2, p.streams + 1) << current) - 1)[:p.streams]
+        others = waiting & ~Mux(sending, (Const(1, count + 1) << current)[:count], 0)
+        above = others & ~((Const(2, count + 1) << current) - 1)[:count]
         pool = Mux(above.any(), above, others)
-        lowest = (pool & -pool)[:p.streams]
+        lowest = (pool & -pool)[:count]
         following = Signal.like(current)
         m.d.comb += following.eq(_index_of_one_hot(lowest))
 
         meta_layout = data.StructLayout({
-            "valid": 1, "current": range(max(2, p.streams)), "first": 1, "last": 1,
+            "valid": 1, "current": range(max(2, count)), "first": 1, "last": 1,
             "final": 1, "row": range(rows), "end": range(p.flit_bytes + 1), "header": 32})
         meta = [Signal(meta_layout, name=f"meta{n}") for n in range(4)]
         with m.If(~sending):
@@ -590,6 +798,87 @@ class LinkTx(_LinkBlock):
                      out_queue.w_data.eq(word),
                      out_queue.w_en.eq(shaped.valid & shaped.final)]
         return m
+
+    def _tables_in_band(self, m, streams, tables):
+        """A table image from ``i_table`` into every stream's idle banks, then onto the
+        link as table flits, then taken by each stream at its next frame."""
+        p = self._params
+        current = Signal(reset_less=True)         # the link bank of the newest table
+        fresh = Signal(p.streams, reset_less=True)   # streams yet to take it
+        target = Signal()                         # the bank being loaded: the other one
+        loading = Signal()
+        # (A state register, not m.FSM: its case statement has values no state takes,
+        # which Verilator's lint flags.)
+        state = Signal(range(len(_TX_TABLE_STATES)))
+        loader = TableLoader(codec=p.codec, block="encoder")
+        m.submodules.loader = loader
+        # (In "wait" the bank to load is the other one; from "arm" on, ``target``.)
+        bank = Mux(state == _TX_TABLE_STATES.index("wait"), ~current, target)
+        clear = Cat(*[~unit.busy.bit_select(bank, 1) & unit.caught_up
+                      for unit in streams]).all()
+        ready = Cat(*[unit.table_ready for unit in streams]).all()
+        end_beat = loader.o.payload.error | (loader.o.payload.addr
+                                             == _codec_module(p.codec).SWITCH_ADDR)
+        feed = Signal(range(IMAGE_MAX + 1))
+        result = Signal(table_result_layout)
+        delay = Signal(range(TABLE_LEAD_CYCLES + 1))
+        for index, unit in enumerate(streams):
+            m.d.comb += [unit.fresh.eq(fresh[index]), unit.fresh_bank.eq(current),
+                         unit.loading.eq(loading), unit.load_bank.eq(target),
+                         unit.table.payload.eq(loader.o.payload)]
+            with m.If(unit.switched):
+                m.d.sync += fresh[index].eq(0)
+        m.d.comb += [tables.bank.eq(target), tables.read_addr.eq(feed),
+                     loader.i.payload.data.eq(tables.read_data),
+                     loader.i.payload.last.eq(feed + 1 == tables.length),
+                     loader.i.payload.abort.eq(feed == IMAGE_MAX),
+                     self.o_table.payload.eq(result)]
+        with m.If(state == _TX_TABLE_STATES.index("idle")):
+            with m.If(tables.have):
+                m.d.sync += state.eq(_TX_TABLE_STATES.index("wait"))
+        with m.Elif(state == _TX_TABLE_STATES.index("wait")):
+            # Every flit coded with the target bank's old table has been sent, and
+            # no frame of it is in progress: the load may start. Streams that have
+            # not yet taken the newest table keep it no longer (its banks are
+            # written next); a frame of the target bank's old table waits.
+            with m.If(clear):
+                m.d.sync += [loading.eq(1), fresh.eq(0), feed.eq(0), target.eq(~current)]
+                m.d.sync += state.eq(_TX_TABLE_STATES.index("arm"))
+        with m.Elif(state == _TX_TABLE_STATES.index("arm")):
+            with m.If(clear):          # again, now that no stream takes a table
+                m.d.sync += state.eq(_TX_TABLE_STATES.index("write"))
+        with m.Elif(state == _TX_TABLE_STATES.index("write")):
+            m.d.comb += loader.i.valid.eq(feed < tables.length)
+            with m.If(loader.i.valid & loader.i.ready):
+                m.d.sync += feed.eq(feed + 1)
+            for unit in streams:
+                m.d.comb += unit.table.valid.eq(loader.o.valid & ~end_beat)
+            m.d.comb += loader.o.ready.eq(end_beat | ready)
+            with m.If(loader.o.valid & end_beat):
+                m.d.sync += [result.data.eq(target), result.last.eq(1),
+                             result.error.eq(loader.o.payload.error)]
+                with m.If(loader.o.payload.error):
+                    m.d.sync += loading.eq(0)
+                    m.d.sync += state.eq(_TX_TABLE_STATES.index("report"))
+                with m.Else():
+                    m.d.comb += tables.send.eq(1)
+                    m.d.sync += state.eq(_TX_TABLE_STATES.index("send"))
+        with m.Elif(state == _TX_TABLE_STATES.index("send")):
+            with m.If(tables.sent):
+                m.d.sync += [current.eq(target), delay.eq(TABLE_LEAD_CYCLES)]
+                m.d.sync += state.eq(_TX_TABLE_STATES.index("lead"))
+        with m.Elif(state == _TX_TABLE_STATES.index("lead")):
+            # The table flits are out; the streams take the table only after the
+            # receiver has had the time to load it, so it holds no flit for it.
+            m.d.sync += delay.eq(delay - 1)
+            with m.If(delay == 0):
+                m.d.sync += [fresh.eq((1 << p.streams) - 1), loading.eq(0)]
+                m.d.sync += state.eq(_TX_TABLE_STATES.index("report"))
+        with m.Elif(state == _TX_TABLE_STATES.index("report")):
+            m.d.comb += self.o_table.valid.eq(1)
+            with m.If(self.o_table.ready):
+                m.d.comb += tables.done.eq(1)
+                m.d.sync += state.eq(_TX_TABLE_STATES.index("idle"))
 
 
 # -- the receiver ------------------------------------------------------------------------
@@ -1030,14 +1319,22 @@ class LinkRx(_LinkBlock):
         # no path runs from the streams back to the queue within a cycle.
         credits = [Signal(range(3), init=2, name=f"credits{index}")
                    for index in range(p.streams)]
+        # While a table flit waits in the table unit, every data flit waits; once its
+        # image is loading, only the coded flits that name the bank it goes to (they
+        # come after the table flit, so they need the new table; the sender sent every
+        # flit of that bank's old table before it). Such a flit while the image is not
+        # whole (its next piece not in) cuts the image short: it is refused.
         table_credit = Signal(init=1)
-        hold = ~table_credit | tables.in_image | load_active
         first = head.row == 0
+        head_header = head.data[-32:]
+        names_loading = (head_header[30:32] != 0) & (head_header[28] == tables.bank)
+        hold = ~table_credit | ((tables.in_image | load_active) & names_loading)
         room = Cat(*[(credit != 0) | ~first for credit in credits])
         data_pop = (head.streams == 0) | ((head.streams & room).any() & ~(hold & first))
         pop = queue.r_rdy & Mux(head.table, table_credit | ~first, data_pop)
         m.d.comb += [queue.r_en.eq(pop),
-                     tables.cut.eq(queue.r_rdy & first & ~head.table & table_credit)]
+                     tables.cut.eq(queue.r_rdy & first & ~head.table & table_credit
+                                   & names_loading)]
         staged = Signal(tagged_layout)
         m.d.sync += [staged.eq(head), staged.streams.eq(Mux(pop & ~head.table, head.streams, 0)),
                      staged.table.eq(pop & head.table)]
@@ -1100,7 +1397,7 @@ class LinkPair(wiring.Component):
         for name in self.signature.members:
             if name == "i_config":
                 continue
-            block = self.tx if name.startswith("i_") else self.rx
+            block = self.tx if name in self.tx.signature.members else self.rx
             if name.startswith("i_"):
                 wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(block, name))
             else:

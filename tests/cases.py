@@ -8,13 +8,14 @@ import pytest
 from linkcodec.sim.contract import LARGE_LANES
 
 
-def block_case(block, lanes, *values, id=None, group=None):
+def block_case(block, lanes, *values, id=None, group=None, slow=False):
     """A ``(block, lanes, *values)`` case on the xdist worker that holds the build
     (``group``, default ``<block>-<lanes>``), so that every case of one build runs there,
-    one after another; lane counts of :data:`LARGE_LANES` and up are ``slow`` (``linkcodec
-    bench --contract`` runs them, ``make test`` does not)."""
+    one after another; lane counts of :data:`LARGE_LANES` and up, and cases marked
+    ``slow``, are ``slow`` (``linkcodec bench --contract`` and ``pytest -m slow`` run
+    them, ``make test`` does not)."""
     marks = [pytest.mark.xdist_group(group or f"{block}-{lanes}")]
-    if lanes >= LARGE_LANES:
+    if lanes >= LARGE_LANES or slow:
         marks.append(pytest.mark.slow)
     return pytest.param(block, lanes, *values, marks=marks,
                         id=id or "-".join(map(str, (block, lanes, *values))))

@@ -126,7 +126,7 @@ def test_link_rx_symbols_through_axi_names(seed, tmp_path):
 
 
 @pytest.mark.parametrize("kind,ports", [
-    ("link-tx", ["s_axis_s0_", "s_axis_s1_", "m_axis_"]),
+    ("link-tx", ["s_axis_s0_", "s_axis_s1_", "s_axis_table_", "m_axis_", "m_axis_table_"]),
     ("link-rx", ["s_axis_", "m_axis_s0_", "m_axis_s1_"]),
 ])
 def test_link_axi_port_names(kind, ports):

@@ -9,8 +9,8 @@ import pytest
 from linkcodec.bundled import bundled_files
 from linkcodec.cli import main
 from linkcodec.golden.huffman import HuffmanCodebook
-from linkcodec.golden.link import (HEADER_BYTES, FlitHeader, FlitWriter, LinkFormat,
-                                   table_from_image)
+from linkcodec.golden.link import (HEADER_BYTES, FlitHeader, FlitReader, FlitWriter,
+                                   LinkFormat, table_from_image, table_image)
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx, link_tables
 from linkcodec.sim.beats import decoder_beats, symbol_beats
@@ -169,7 +169,7 @@ def test_rx_loads_tables_in_band(codec):
     flits = []
     cursor = [0]
 
-    def frames(*streams, size=700):
+    def frames(*streams, size=400):
         for stream in streams:
             start = cursor[0] % (tensor.size - size)
             cursor[0] += size
@@ -334,3 +334,75 @@ def test_input_ready_does_not_follow_payload_or_output_ready():
         assert not any(by_ready), f"{name}: i.ready followed an output's ready"
         followed_payload[name] = any(by_payload)
     assert followed_payload == {"LinkTx": True, "LinkRx": False}
+
+
+def _image_beats(image, *, abort_after=None):
+    beats = [{"data": byte, "last": int(k == len(image) - 1), "abort": 0}
+             for k, byte in enumerate(image)]
+    if abort_after is not None:
+        beats = beats[:abort_after] + [{"data": 0, "last": 0, "abort": 1}]
+    return beats
+
+
+@pytest.mark.parametrize("codec,flit_bytes,link_bytes", [
+    ("qlc", 256, 64),
+    ("huffman", 64, 16),        # an image in 3 table flits, other flits between them
+])
+def test_link_loads_tables_in_band(codec, flit_bytes, link_bytes):
+    """Tables given to LinkTx on ``i_table`` while every stream streams: each goes into
+    the streams' idle banks, onto the link as table flits, into LinkRx's decoders, and
+    each stream takes it at its next frame; a refused image changes nothing. The pair is
+    bit-exact under random idle cycles and backpressure (each table differs from the
+    others in two symbols' codes, so a flit decoded with another table fails), and
+    LinkTx's flits alone read back through the golden FlitReader."""
+    streams = 3
+    fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
+    tensor = np.load(FILES[0]).reshape(-1)
+    base = _tables(codec)
+    order = np.argsort(-np.bincount(tensor, minlength=256), kind="stable")
+    tables = [_swapped(base, order[0], order[k]) for k in range(1, 5)]
+    bad = bytearray(table_image(codec, tables[2]))
+    bad[0] = bad[0] | 0x02 if codec == "qlc" else bad[0] & 0x0F
+    table_beats = (_image_beats(table_image(codec, tables[0]))
+                   + _image_beats(table_image(codec, tables[1]))
+                   + _image_beats(bytes(bad))
+                   + _image_beats(table_image(codec, tables[1]), abort_after=40)
+                   + _image_beats(table_image(codec, tables[3])))
+    results = [{"data": bank, "error": error, "last": 1}
+               for bank, error in ((1, 0), (0, 0), (1, 1), (1, 1), (1, 0))]
+    frames = [(index % streams, tensor[start:start + 400])
+              for index, start in enumerate(range(0, 400 * 24, 400))]
+    inputs, expected = link_io(fmt, frames)
+    inputs["i_table"] = table_beats
+    expected["o_table"] = results
+    shape = {"flit_bytes": flit_bytes, "link_bytes": link_bytes}
+    name = f"{codec}_s3_f{flit_bytes}_w{link_bytes}"
+    pair = LinkPair(codec=codec, streams=streams, tables=base, **shape)
+    result = run_beats(pair, inputs=inputs, expected=expected, idle="random",
+                       stall="random", name=f"link_pair_{name}",
+                       config={"i_config": [{"addr": 0, "data": 1}]})
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+
+    tx = LinkTx(codec=codec, streams=streams, tables=base, **shape)
+    alone = run_beats(tx, inputs=inputs, expected={}, idle="random", stall="none",
+                      name=f"link_tx_{name}", settle=3000)
+    assert alone["output"]["o_table"] == results, alone["seed"]
+    reader = FlitReader(fmt)
+    for flit in FlitWriter(fmt).load(base):     # bank 0: what both ends hold at power-up
+        reader.read(flit)
+    got = {}
+    table_flits = 0
+    coded_banks = set()
+    for flit in flits_of_words(alone["output"]["o"], link_bytes, flit_bytes):
+        header = FlitHeader.unpack(flit)
+        table_flits += header.table
+        if header.codec and not header.table:
+            coded_banks.add(header.bank)
+        done = reader.read(flit)
+        if done is not None:
+            got.setdefault(done[0], []).append(done[1])
+    assert table_flits == 3 * -(-len(table_image(codec, base)) // fmt.body_bytes)
+    assert coded_banks == {0, 1}, "the streams took the loaded tables"
+    for index in range(streams):
+        want = [frame for stream, frame in frames if stream == index]
+        assert [list(frame) for frame in got[index]] == [list(frame) for frame in want]

@@ -127,3 +127,18 @@ def test_parameters_are_checked():
         TableLoader(codec="exponent", block="encoder")
     with pytest.raises(ValueError, match="block must be 'encoder' or 'decoder', not 'both'"):
         TableLoader(codec="qlc", block="both")
+
+
+@pytest.mark.parametrize("codec,most", [("qlc", 300), ("huffman", 420)])
+def test_cycles_an_image(codec, most):
+    """The docstring's throughput: with no idle cycle and no backpressure, an image in
+    at most ``most`` cycles (decoder writes, the longer for Huffman)."""
+    tables = _good_tables(codec, np.random.default_rng(1))[:2]
+    beats = [beat for good in tables for beat in _beats(table_image(codec, good))]
+    result = run_beats(TableLoader(codec=codec, block="decoder"), inputs={"i": beats},
+                       expected={}, idle="none", stall="none",
+                       name=f"table_loader_{codec}_decoder", settle=2000)
+    assert len(_images(result["output"]["o"])) == 2
+    cycles = max(result["output_cycles"]["o"]) - min(result["input_cycles"]["i"]) + 1
+    print(f"{codec}: {cycles} cycles for 2 images")
+    assert cycles <= 2 * most, cycles
