@@ -37,7 +37,8 @@ Throughput: QLC takes a head byte a cycle and a body byte every 8/3 cycles (a sy
 write a cycle, 256 + 8 area writes + 1), at most 300 cycles an image; Huffman takes a
 byte a cycle (128), then makes 15 length writes (decoder) and 256 symbol writes, at most
 420 cycles (tests/test_table_loader.py measures both). Backpressure on ``o`` holds the
-loader where it is; it takes no byte while its output is full. Latency: the first write a cycle after the byte that makes it.
+loader where it is; it takes no byte while its output is full. Latency: the first write
+a cycle after the byte that makes it.
 
 Reset (``rst``) drops the image in progress; the loader then waits for a new image.
 """
