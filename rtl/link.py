@@ -30,11 +30,42 @@ symbol a cycle, a coded one is fed to the codec's decoder a word a cycle, and th
 stream's output takes the two in flit order. A frame's end (``last``) comes from the
 header of its last flit. A flit whose decoder frame ends in an error, or whose symbols
 are not as many as its header says, ends with the error beat (``error = 1, last =
-1``); table flits and flits that name a stream the link does not have are dropped.
+1``); flits that name a stream the link does not have are dropped.
 
-Limits of this version: 1 lane a stream, the QLC and Huffman codecs, tables set at
-elaboration (``tables=``, the same at both ends; the flits name bank 0). Table flits in
-band, the exponent codec and wider streams follow.
+**Tables in band.** Both ends hold the elaboration tables (``tables=``) in link bank 0
+(and bank 1) at power-up. A table image given to :class:`LinkTx` on ``i_table``
+(:func:`~linkcodec.golden.link.table_image`'s bytes) is loaded into the other link bank:
+
+1. once no stream has a frame in progress, or a flit not yet sent, coded with that
+   bank's old table, a :class:`~linkcodec.rtl.table_loader.TableLoader` writes it into
+   every stream's idle banks (encoder and cutter), while the streams go on coding;
+2. if the image is good, it goes on the link as table flits, in pieces of a flit body
+   (the link side takes them as it takes a stream's flits);
+3. :data:`TABLE_LEAD_CYCLES` later each stream takes the table at its next frame, with no
+   idle cycle (the cutter at the frame's first symbol, the encoder before the frame's
+   first chunk), and its flits name the new bank. ``o_table`` says, an image a beat, the
+   bank it went to or that it was refused (then nothing changed).
+
+A stream still on the target bank's old table (it started no frame since the load
+before) holds its next frame from step 1 to step 3. So every flit of a bank's old table
+leaves before the bank's table flits, and every flit of its new table after them.
+:class:`LinkRx` sends table flits to a table unit, which checks each piece as the golden
+:class:`~linkcodec.golden.link.FlitReader` does and feeds the image to its own
+:class:`~linkcodec.rtl.table_loader.TableLoader`; its writes go into every stream
+decoder's idle bank once no stream's decoder works on that bank (a stream still on it is
+switched off it once its flit slots are empty). A coded flit naming a bank other than its
+decoder's switches the decoder first (each flit is a decoder frame, so at a frame
+boundary); one naming a bank whose table was refused or cut short gives the error beat.
+While a table flit waits in the table unit every data flit waits; while its image loads,
+only the coded flits that name its bank (the transmitter's lead makes that rare).
+
+Reset both ends together. A reset while a table loads (from ``i_table`` to ``o_table``)
+can leave the link bank it was loading without a whole table at the receiver, if its
+table flits were partly sent or loaded: the flits of that bank's old table then give
+error beats, never other symbols, until a table is loaded again.
+
+Limits of this version: 1 lane a stream, the QLC and Huffman codecs. The exponent codec
+and wider streams follow.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
@@ -822,8 +853,10 @@ class LinkTx(_LinkBlock):
         feed = Signal(range(IMAGE_MAX + 1))
         result = Signal(table_result_layout)
         delay = Signal(range(TABLE_LEAD_CYCLES + 1))
+        leading = Signal()
+        m.d.comb += leading.eq(state == _TX_TABLE_STATES.index("lead"))
         for index, unit in enumerate(streams):
-            m.d.comb += [unit.fresh.eq(fresh[index]), unit.fresh_bank.eq(current),
+            m.d.comb += [unit.fresh.eq(fresh[index] & ~leading), unit.fresh_bank.eq(current),
                          unit.loading.eq(loading), unit.load_bank.eq(target),
                          unit.table.payload.eq(loader.o.payload)]
             with m.If(unit.switched):
@@ -865,14 +898,17 @@ class LinkTx(_LinkBlock):
                     m.d.sync += state.eq(_TX_TABLE_STATES.index("send"))
         with m.Elif(state == _TX_TABLE_STATES.index("send")):
             with m.If(tables.sent):
-                m.d.sync += [current.eq(target), delay.eq(TABLE_LEAD_CYCLES)]
+                # The table is the newest from here (a reset in the lead lets the streams
+                # take it at once: the receiver then holds their flits until it has it).
+                m.d.sync += [current.eq(target), fresh.eq((1 << p.streams) - 1),
+                             delay.eq(TABLE_LEAD_CYCLES)]
                 m.d.sync += state.eq(_TX_TABLE_STATES.index("lead"))
         with m.Elif(state == _TX_TABLE_STATES.index("lead")):
             # The table flits are out; the streams take the table only after the
             # receiver has had the time to load it, so it holds no flit for it.
             m.d.sync += delay.eq(delay - 1)
             with m.If(delay == 0):
-                m.d.sync += [fresh.eq((1 << p.streams) - 1), loading.eq(0)]
+                m.d.sync += loading.eq(0)
                 m.d.sync += state.eq(_TX_TABLE_STATES.index("report"))
         with m.Elif(state == _TX_TABLE_STATES.index("report")):
             m.d.comb += self.o_table.valid.eq(1)
