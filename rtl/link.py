@@ -652,7 +652,10 @@ class LinkTx(_LinkBlock):
     Ports: ``i_s0`` .. ``i_s{streams-1}`` (:func:`symbol_layout` beats of 1 lane, frames
     ended by ``last``), ``o`` (:func:`word_layout` of ``8 * link_bytes`` bits: ``data``
     (the flit's first byte in the top bits), ``bits`` (always the full word) and
-    ``last`` on a flit's final word).
+    ``last`` on a flit's final word), ``i_table`` (a table image, a byte a beat:
+    :data:`~linkcodec.rtl.table_loader.image_byte_layout`; taken while no image is in
+    hand) and ``o_table`` (:data:`table_result_layout`, a beat an image; the next image
+    is taken once it has gone). Tables in band: see the module's docstring.
 
     Throughput: a symbol a cycle a stream while the flits leave the link side room: it
     moves ``min(LINK_PIECE_BYTES, link_bytes)`` bytes (16) a cycle, flit after flit with
@@ -668,8 +671,9 @@ class LinkTx(_LinkBlock):
     holds the link side; each stream then fills its two flits and its chunk queue, and its
     ``i.ready`` falls.
     ``i.ready`` depends on ``i.payload`` (a cut takes a cycle) but never on ``o.ready``.
-    Every byte is a valid symbol. Reset clears every queue and flit in flight; the tables
-    (set at elaboration) stay.
+    Every byte is a valid symbol; a bad table image is refused (``o_table``'s
+    ``error``) and changes nothing. Reset clears every queue and flit in flight and the
+    image in hand; the tables, and which bank each stream's table is in, stay.
     """
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
@@ -1248,7 +1252,8 @@ class LinkRx(_LinkBlock):
     Parameters as :class:`LinkTx`'s. Ports: ``i`` (the link words, as
     :class:`LinkTx`'s ``o``; ``last`` is not read: a flit is ``flit_bytes /
     link_bytes`` words), ``o_s0`` .. ``o_s{streams-1}`` (:func:`symbol_layout` beats of
-    1 lane with ``error``).
+    1 lane with ``error``). Table flits load the decoders' tables (the module's
+    docstring).
 
     Throughput: a symbol a cycle a stream, flits back to back. Latency: each word passes
     a 4-deep queue and a write stage (2 cycles when the queue is empty), a flit's words
@@ -1258,7 +1263,8 @@ class LinkRx(_LinkBlock):
     stream K's two flit slots; the next flit for it then waits at the queue's head
     (``i.ready`` falls once the queue is full) and holds every stream. ``i.ready`` is the
     queue's: it depends neither on ``i.payload`` nor on an output's ``ready``. Bad input:
-    see the module's docstring. Reset clears every flit in flight; tables stay.
+    see the module's docstring. Reset clears every flit in flight and the image being
+    loaded; the tables, and which bank holds a whole table, stay.
     """
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
