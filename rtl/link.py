@@ -318,8 +318,9 @@ class _TxStream(wiring.Component):
         count = Signal(12)                # its symbols
         coded = Signal()                  # its choice is known: coded
         new_acc = Signal(12)
-        # A frame's first beat takes a fresh table (not while one loads: then ``fresh``
-        # is low); a frame of the old table of the bank being loaded waits.
+        # Between frames the cutter takes a fresh table at once (not while one loads:
+        # then ``fresh`` is low); a frame of the old table of the bank being loaded
+        # waits.
         take_fresh = ~in_frame & self.fresh & ~ahead
         held_back = ~in_frame & self.loading & ~take_fresh & (cut_tag == self.load_bank)
         switch_chunk = Signal()           # the chunk is its frame's first after a switch
@@ -335,10 +336,10 @@ class _TxStream(wiring.Component):
             m.d.sync += switch_chunk.eq(0)
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += in_frame.eq(~self.i.payload.last)
-            with m.If(take_fresh):
-                m.d.sync += [ahead.eq(1), ahead_tag.eq(self.fresh_bank)]
-                with m.If(~modes.w_en):
-                    m.d.sync += switch_chunk.eq(1)
+        with m.If(take_fresh):
+            m.d.sync += [ahead.eq(1), ahead_tag.eq(self.fresh_bank)]
+            with m.If(~modes.w_en):
+                m.d.sync += switch_chunk.eq(1)
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
         over = new_acc > body_bits
@@ -396,7 +397,8 @@ class _TxStream(wiring.Component):
         next_mode = Signal(mode_layout)
         m.d.comb += next_mode.eq(modes.r_data)
         # Before the first chunk of a frame that took a fresh table, the encoder switches
-        # (it is between frames, so at once).
+        # (it is between frames, so at once); or as soon as every chunk before it has
+        # gone in, if no chunk of the new table waits (an idle stream takes it at once).
         switch_offer = Signal()
         config = encoder.i_config
         with m.If(switch_offer):
@@ -409,12 +411,18 @@ class _TxStream(wiring.Component):
         m.d.comb += self.table_ready.eq(~switch_offer & config.ready)
         switch_made = Signal()            # for the chunk at the head of ``modes``
         with m.If(~reading):
-            with m.If(modes.r_rdy & next_mode.switch & ~switch_made):
+            flagged = modes.r_rdy & next_mode.switch & ~switch_made
+            early = ~modes.r_rdy & ~modes.w_en & ahead
+            with m.If(flagged | early):
                 m.d.comb += switch_offer.eq(1)
                 with m.If(config.ready):
                     m.d.sync += [enc_active.eq(~enc_active), enc_tag.eq(ahead_tag),
-                                 ahead.eq(0), switch_made.eq(1)]
+                                 ahead.eq(0)]
                     m.d.comb += self.switched.eq(1)
+                    with m.If(flagged):
+                        m.d.sync += switch_made.eq(1)
+                    with m.Else():      # no chunk of the new table is cut yet: none flagged
+                        m.d.sync += switch_chunk.eq(0)
             with m.Else():
                 with m.If(modes.r_en & modes.r_rdy):
                     m.d.sync += switch_made.eq(0)
@@ -850,7 +858,7 @@ class LinkTx(_LinkBlock):
         # (In "wait" the bank to load is the other one; from "arm" on, ``target``.)
         bank = Mux(state == _TX_TABLE_STATES.index("wait"), ~current, target)
         clear = Cat(*[~unit.busy.bit_select(bank, 1) & unit.caught_up
-                      for unit in streams]).all()
+                      for unit in streams]).all() & (fresh == 0)
         ready = Cat(*[unit.table_ready for unit in streams]).all()
         end_beat = loader.o.payload.error | (loader.o.payload.addr
                                              == _codec_module(p.codec).SWITCH_ADDR)
@@ -874,10 +882,9 @@ class LinkTx(_LinkBlock):
             with m.If(tables.have):
                 m.d.sync += state.eq(_TX_TABLE_STATES.index("wait"))
         with m.Elif(state == _TX_TABLE_STATES.index("wait")):
-            # Every flit coded with the target bank's old table has been sent, and
-            # no frame of it is in progress: the load may start. Streams that have
-            # not yet taken the newest table keep it no longer (its banks are
-            # written next); a frame of the target bank's old table waits.
+            # Every stream has taken the newest table (an idle one at once, one in a
+            # frame at its end), every flit coded with the target bank's old table has
+            # been sent, and no frame of it is in progress: the load may start.
             with m.If(clear):
                 m.d.sync += [loading.eq(1), fresh.eq(0), feed.eq(0), target.eq(~current)]
                 m.d.sync += state.eq(_TX_TABLE_STATES.index("arm"))
@@ -1361,16 +1368,19 @@ class LinkRx(_LinkBlock):
         # no path runs from the streams back to the queue within a cycle.
         credits = [Signal(range(3), init=2, name=f"credits{index}")
                    for index in range(p.streams)]
-        # While a table flit waits in the table unit, every data flit waits; once its
-        # image is loading, only the coded flits that name the bank it goes to (they
-        # come after the table flit, so they need the new table; the sender sent every
-        # flit of that bank's old table before it). Such a flit while the image is not
-        # whole (its next piece not in) cuts the image short: it is refused.
+        # While a table flit is in the table unit or its image loads, the coded flits
+        # that name the bank it goes to wait (they come after the table flit, so they
+        # need the new table; the sender sent every flit of that bank's old table
+        # before it); the others go on. Such a flit while the image is not whole (its
+        # next piece not in) cuts the image short: it is refused.
         table_credit = Signal(init=1)
+        table_bank = Signal()                     # of the last table flit routed
         first = head.row == 0
         head_header = head.data[-32:]
-        names_loading = (head_header[30:32] != 0) & (head_header[28] == tables.bank)
-        hold = ~table_credit | ((tables.in_image | load_active) & names_loading)
+        coded = head_header[30:32] != 0
+        names_loading = coded & (head_header[28] == tables.bank)
+        hold = ((~table_credit | tables.in_image | load_active)
+                & coded & (head_header[28] == table_bank))
         room = Cat(*[(credit != 0) | ~first for credit in credits])
         data_pop = (head.streams == 0) | ((head.streams & room).any() & ~(hold & first))
         pop = queue.r_rdy & Mux(head.table, table_credit | ~first, data_pop)
@@ -1382,6 +1392,8 @@ class LinkRx(_LinkBlock):
                      staged.table.eq(pop & head.table)]
         m.d.sync += table_credit.eq(table_credit - (pop & head.table & first)
                                     + tables.slot_freed)
+        with m.If(pop & head.table & first):
+            m.d.sync += table_bank.eq(head_header[28])
         m.d.comb += [tables.write.eq(staged.table), tables.write_row.eq(staged.row),
                      tables.write_data.eq(staged.data)]
         for index, (unit, credit) in enumerate(zip(units, credits)):

@@ -382,6 +382,24 @@ def test_link_loads_tables_in_band(codec, flit_bytes, link_bytes):
                        stall="random", name=f"link_pair_{name}",
                        config={"i_config": [{"addr": 0, "data": 1}]})
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
+    # No idle cycle: with no pause anywhere, the loads cost the pair no more cycles
+    # than their table flits take on LinkTx's link side (16 bytes a cycle), and the
+    # at most 14 that a Huffman decoder's switch at a frame boundary may cost
+    # (rtl/huffman.py).
+    cycles = {}
+    for loads in (False, True):
+        quiet = run_beats(pair, inputs={k: v for k, v in inputs.items()
+                                        if loads or k != "i_table"},
+                          expected={k: v for k, v in expected.items()
+                                    if loads or k != "o_table"},
+                          idle="none", stall="none", name=f"link_pair_{name}")
+        assert quiet["bit_exact"], first_mismatch(quiet)
+        # (the symbols' cycles: o_table's last beat comes after the last load)
+        cycles[loads] = max(max(quiet["output_cycles"][f"o_s{index}"])
+                            for index in range(streams))
+    table_flits = 3 * -(-len(table_image(codec, base)) // fmt.body_bytes)
+    print(f"cycles without and with the loads: {cycles[False]}, {cycles[True]}")
+    assert cycles[True] <= cycles[False] + table_flits * flit_bytes // 16 + 14, cycles
 
     tx = LinkTx(codec=codec, streams=streams, tables=base, **shape)
     alone = run_beats(tx, inputs=inputs, expected={}, idle="random", stall="none",
@@ -391,17 +409,16 @@ def test_link_loads_tables_in_band(codec, flit_bytes, link_bytes):
     for flit in FlitWriter(fmt).load(base):     # bank 0: what both ends hold at power-up
         reader.read(flit)
     got = {}
-    table_flits = 0
     coded_banks = set()
     for flit in flits_of_words(alone["output"]["o"], link_bytes, flit_bytes):
         header = FlitHeader.unpack(flit)
-        table_flits += header.table
         if header.codec and not header.table:
             coded_banks.add(header.bank)
         done = reader.read(flit)
         if done is not None:
             got.setdefault(done[0], []).append(done[1])
-    assert table_flits == 3 * -(-len(table_image(codec, base)) // fmt.body_bytes)
+    assert sum(FlitHeader.unpack(flit).table for flit in
+               flits_of_words(alone["output"]["o"], link_bytes, flit_bytes)) == table_flits
     assert coded_banks == {0, 1}, "the streams took the loaded tables"
     for index in range(streams):
         want = [frame for stream, frame in frames if stream == index]
