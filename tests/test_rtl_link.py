@@ -38,10 +38,16 @@ def _frames(fmt, rng):
             tensor[:fmt.raw_symbols], tensor[:fmt.raw_symbols + 1], tensor[5000:9000]]
 
 
-@pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes", [
-    ("qlc", 2, 256, 64),
-    ("huffman", 5, 64, 16),             # 5 streams: two groups at LinkTx's link side
-])
+# The link shapes the round trip and the tables-in-band test share (so do their builds:
+# one worker each).
+LINK_SHAPES = [
+    pytest.param("qlc", 2, 256, 64, marks=pytest.mark.xdist_group("link-qlc")),
+    # 5 streams: two groups at LinkTx's link side; a table image in 3 table flits
+    pytest.param("huffman", 5, 64, 16, marks=pytest.mark.xdist_group("link-huffman")),
+]
+
+
+@pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes", LINK_SHAPES)
 def test_link_round_trip(codec, streams, flit_bytes, link_bytes):
     """Bit-exact, in order, every stream, with random idle cycles at the inputs, random
     backpressure at the outputs and a pausing channel; LinkTx's flits are the golden
@@ -57,6 +63,7 @@ def test_link_round_trip(codec, streams, flit_bytes, link_bytes):
     assert 0 < result["latency_cycles"] < 4 * fmt.body_bits
 
 
+@pytest.mark.xdist_group("link-qlc")
 def test_link_survives_a_reset_in_mid_stream():
     codec, streams = "qlc", 2
     pair = LinkPair(codec=codec, streams=streams, tables=_tables(codec))
@@ -151,7 +158,11 @@ def _rx_expected(fmt, flits):
     return beats, refused
 
 
-@pytest.mark.parametrize("codec", ["qlc", "huffman"])
+@pytest.mark.parametrize("codec", [
+    "qlc",
+    # slow: the Huffman receiver's loads are in test_link_loads_tables_in_band too
+    pytest.param("huffman", marks=pytest.mark.slow),
+])
 def test_rx_loads_tables_in_band(codec):
     """Table flits load each new table into the bank the data flits do not use, as the
     golden writer sends them: the first into bank 0, which every decoder works on at
@@ -218,6 +229,7 @@ def test_tx_flits_with_one_stream_in_order():
     assert flits_of_words(result["output"]["o"], 32, 128) == want
 
 
+@pytest.mark.xdist_group("link-qlc")
 def test_sim_link_command(capsys):
     code = main(["sim", "link", "--codec", "qlc", "--streams", "2", "--json",
                  *map(str, FILES)])
@@ -344,18 +356,15 @@ def _image_beats(image, *, abort_after=None):
     return beats
 
 
-@pytest.mark.parametrize("codec,flit_bytes,link_bytes", [
-    ("qlc", 256, 64),
-    ("huffman", 64, 16),        # an image in 3 table flits, other flits between them
-])
-def test_link_loads_tables_in_band(codec, flit_bytes, link_bytes):
+@pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes", LINK_SHAPES)
+def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes):
     """Tables given to LinkTx on ``i_table`` while every stream streams: each goes into
     the streams' idle banks, onto the link as table flits, into LinkRx's decoders, and
     each stream takes it at its next frame; a refused image changes nothing. The pair is
     bit-exact under random idle cycles and backpressure (each table differs from the
     others in two symbols' codes, so a flit decoded with another table fails), and
-    LinkTx's flits alone read back through the golden FlitReader."""
-    streams = 3
+    LinkTx's flits alone read back through the golden FlitReader. (Huffman: each image
+    in 3 table flits, other streams' flits between them.)"""
     fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
     tensor = np.load(FILES[0]).reshape(-1)
     base = _tables(codec)
@@ -376,7 +385,7 @@ def test_link_loads_tables_in_band(codec, flit_bytes, link_bytes):
     inputs["i_table"] = table_beats
     expected["o_table"] = results
     shape = {"flit_bytes": flit_bytes, "link_bytes": link_bytes}
-    name = f"{codec}_s3_f{flit_bytes}_w{link_bytes}"
+    name = f"{codec}_s{streams}_f{flit_bytes}_w{link_bytes}"
     pair = LinkPair(codec=codec, streams=streams, tables=base, **shape)
     result = run_beats(pair, inputs=inputs, expected=expected, idle="random",
                        stall="random", name=f"link_pair_{name}",
