@@ -36,19 +36,20 @@ are not as many as its header says, ends with the error beat (``error = 1, last 
 (and bank 1) at power-up. A table image given to :class:`LinkTx` on ``i_table``
 (:func:`~linkcodec.golden.link.table_image`'s bytes) is loaded into the other link bank:
 
-1. once no stream has a frame in progress, or a flit not yet sent, coded with that
-   bank's old table, a :class:`~linkcodec.rtl.table_loader.TableLoader` writes it into
-   every stream's idle banks (encoder and cutter), while the streams go on coding;
+1. once every stream has the newest table (an idle stream takes one at once, a stream
+   in a frame when it ends) and no flit of that bank's old table is still to be sent, a
+   :class:`~linkcodec.rtl.table_loader.TableLoader` writes it into every stream's idle
+   banks (encoder and cutter), while the streams go on coding;
 2. if the image is good, it goes on the link as table flits, in pieces of a flit body
    (the link side takes them as it takes a stream's flits);
-3. :data:`TABLE_LEAD_CYCLES` later each stream takes the table at its next frame, with no
-   idle cycle (the cutter at the frame's first symbol, the encoder before the frame's
-   first chunk), and its flits name the new bank. ``o_table`` says, an image a beat, the
-   bank it went to or that it was refused (then nothing changed).
+3. :data:`TABLE_LEAD_CYCLES` later each stream takes the table between frames, with no
+   idle cycle (the cutter at once, the encoder before the next frame's first chunk, or
+   once every chunk before has gone in), and its flits name the new bank. ``o_table``
+   says, an image a beat, the bank it went to or that it was refused (nothing changed).
 
-A stream still on the target bank's old table (it started no frame since the load
-before) holds its next frame from step 1 to step 3. So every flit of a bank's old table
-leaves before the bank's table flits, and every flit of its new table after them.
+So every flit of a bank's old table leaves before the bank's table flits, and every flit
+of its new table after them. (A stream still on the target bank's old table would hold
+its next frame from step 1 to step 3; step 1 waits until there is none.)
 :class:`LinkRx` sends table flits to a table unit, which checks each piece as the golden
 :class:`~linkcodec.golden.link.FlitReader` does and feeds the image to its own
 :class:`~linkcodec.rtl.table_loader.TableLoader`; its writes go into every stream
@@ -56,8 +57,8 @@ decoder's idle bank once no stream's decoder works on that bank (a stream still 
 switched off it once its flit slots are empty). A coded flit naming a bank other than its
 decoder's switches the decoder first (each flit is a decoder frame, so at a frame
 boundary); one naming a bank whose table was refused or cut short gives the error beat.
-While a table flit waits in the table unit every data flit waits; while its image loads,
-only the coded flits that name its bank (the transmitter's lead makes that rare).
+While a table flit is in the table unit or its image loads, the coded flits that name its
+bank wait (the transmitter's lead means none does); the others go on.
 
 Reset both ends together. A reset while a table loads (from ``i_table`` to ``o_table``)
 can leave the link bank it was loading without a whole table at the receiver, if its
