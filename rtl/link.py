@@ -239,6 +239,20 @@ def _byte_of_row(row, column, link_bytes):
 
 # -- the transmitter ---------------------------------------------------------------------
 
+def _flit_source(params):
+    """The ports by which LinkTx's link side reads a full flit (a stream's, or a table
+    flit): ``flit_valid``, ``row`` in and ``row_data`` out a cycle later, ``header`` and
+    ``end`` (the flit byte past its body) beside, and ``flit_taken`` after its last row."""
+    return {
+        "flit_valid": Out(1),
+        "flit_taken": In(1),
+        "row": In(range(params.pieces)),
+        "row_data": Out(params.piece_bits),
+        "header": Out(32),
+        "end": Out(range(params.flit_bytes + 1)),
+    }
+
+
 class _TxStream(wiring.Component):
     """One stream of :class:`LinkTx`: cutter, chunk queue, encoder and flit buffer.
 
@@ -251,12 +265,7 @@ class _TxStream(wiring.Component):
         self._params, self._index = params, index
         super().__init__({
             "i": In(stream.Signature(symbol_layout(1))),
-            "flit_valid": Out(1),
-            "flit_taken": In(1),
-            "row": In(range(params.pieces)),
-            "row_data": Out(params.piece_bits),
-            "header": Out(32),
-            "end": Out(range(params.flit_bytes + 1)),
+            **_flit_source(params),
             # Tables in band (see LinkTx): the loader's writes into the idle banks of the
             # encoder and the cutter's lengths (taken when ``table_ready``); ``fresh``:
             # the idle banks hold a newer table, with link bank ``fresh_bank``, which the
@@ -575,12 +584,7 @@ class _TxTables(wiring.Component):
             "bank": In(1),
             "sent": Out(1),
             "done": In(1),
-            "flit_valid": Out(1),
-            "flit_taken": In(1),
-            "row": In(range(params.pieces)),
-            "row_data": Out(params.piece_bits),
-            "header": Out(32),
-            "end": Out(range(params.flit_bytes + 1)),
+            **_flit_source(params),
         })
 
     def elaborate(self, platform):
