@@ -315,9 +315,7 @@ class _TxStream(wiring.Component):
                      length_write.data.eq(self.table.payload.length),
                      length_write.en.eq(self.table.valid & (self.table.payload.addr < 256))]
         m.submodules.chunks = chunks = SyncFIFOBuffered(width=10, depth=CHUNK_QUEUE_DEPTH)
-        # A chunk's mode: raw, and whether its encoder switches banks before it.
-        mode_layout = data.StructLayout({"raw": 1, "switch": 1})
-        m.submodules.modes = modes = SyncFIFOBuffered(width=2, depth=4)
+        m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=4)     # 1 = raw
         info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1,
                                          "bank": 1})
         m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=4)
@@ -333,23 +331,21 @@ class _TxStream(wiring.Component):
         # waits.
         take_fresh = ~in_frame & self.fresh & ~ahead
         held_back = ~in_frame & self.loading & ~take_fresh & (cut_tag == self.load_bank)
-        switch_chunk = Signal()           # the chunk is its frame's first after a switch
+        # Chunks (their modes) cut so far, and at a fresh table's taking how many came
+        # before it: the reader switches the encoder once it has read that many.
+        written = Signal(4)
+        switch_at = Signal(4)
         m.d.comb += [cut_bank.eq(Mux(take_fresh, ~enc_active, enc_active ^ ahead)),
                      cut_tag.eq(Mux(take_fresh, self.fresh_bank,
                                     Mux(ahead, ahead_tag, enc_tag)))]
         m.d.comb += [length_read.addr.eq(Cat(symbol, cut_bank)),
                      new_acc.eq(acc + length_read.data)]
         space = chunks.w_rdy & modes.w_rdy & infos.w_rdy & ~held_back
-        mode = Signal(mode_layout)
-        m.d.comb += [modes.w_data.eq(mode), mode.switch.eq(switch_chunk | take_fresh)]
-        with m.If(modes.w_en):
-            m.d.sync += switch_chunk.eq(0)
+        m.d.sync += written.eq(written + modes.w_en)
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += in_frame.eq(~self.i.payload.last)
         with m.If(take_fresh):
-            m.d.sync += [ahead.eq(1), ahead_tag.eq(self.fresh_bank)]
-            with m.If(~modes.w_en):
-                m.d.sync += switch_chunk.eq(1)
+            m.d.sync += [ahead.eq(1), ahead_tag.eq(self.fresh_bank), switch_at.eq(written)]
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
         over = new_acc > body_bits
@@ -369,7 +365,7 @@ class _TxStream(wiring.Component):
             with m.If(cut):
                 # A marker entry ends the chunk; the symbol is taken next cycle.
                 m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunks.w_en.eq(1)]
-                m.d.comb += [mode.raw.eq(1), modes.w_en.eq(~coded)]
+                m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(~coded)]
                 close(raw=~coded, count_=count, bits_=Mux(coded, acc, count << 3), last=0)
             with m.Else():
                 m.d.comb += [entry.symbol.eq(symbol), entry.has.eq(has),
@@ -379,12 +375,12 @@ class _TxStream(wiring.Component):
                     m.d.sync += [acc.eq(new_acc), count.eq(count + 1)]
                 with m.If(decide):
                     m.d.sync += coded.eq(1)
-                    m.d.comb += [mode.raw.eq(0), modes.w_en.eq(1)]
+                    m.d.comb += [modes.w_data.eq(0), modes.w_en.eq(1)]
                 with m.If(self.i.payload.last):
                     now_coded = coded | decide
                     total = count + has
                     with m.If(~now_coded):
-                        m.d.comb += [mode.raw.eq(1), modes.w_en.eq(1)]
+                        m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(1)]
                     close(raw=~now_coded, count_=total,
                           bits_=Mux(now_coded, Mux(has, new_acc, acc), total << 3), last=1)
 
@@ -404,11 +400,9 @@ class _TxStream(wiring.Component):
                      chunks.r_en.eq(queued.w_rdy), head.eq(queued.r_data)]
         raw_valid = Signal()
         raw_ready = Signal()
-        next_mode = Signal(mode_layout)
-        m.d.comb += next_mode.eq(modes.r_data)
-        # Before the first chunk of a frame that took a fresh table, the encoder switches
-        # (it is between frames, so at once); or as soon as every chunk before it has
-        # gone in, if no chunk of the new table waits (an idle stream takes it at once).
+        # The encoder takes a fresh table once it has read every chunk cut before the
+        # cutter took it (the counters are registers: no path from the cutter here).
+        popped = Signal(4)
         switch_offer = Signal()
         config = encoder.i_config
         with m.If(switch_offer):
@@ -419,28 +413,19 @@ class _TxStream(wiring.Component):
                          config.payload.addr.eq(self.table.payload.addr),
                          config.payload.data.eq(self.table.payload.data)]
         m.d.comb += self.table_ready.eq(~switch_offer & config.ready)
-        switch_made = Signal()            # for the chunk at the head of ``modes``
         with m.If(~reading):
-            flagged = modes.r_rdy & next_mode.switch & ~switch_made
-            early = ~modes.r_rdy & ~modes.w_en & ahead
-            with m.If(flagged | early):
+            with m.If(ahead & (popped == switch_at)):
                 m.d.comb += switch_offer.eq(1)
                 with m.If(config.ready):
                     m.d.sync += [enc_active.eq(~enc_active), enc_tag.eq(ahead_tag),
                                  ahead.eq(0)]
                     m.d.comb += self.switched.eq(1)
-                    with m.If(flagged):
-                        m.d.sync += switch_made.eq(1)
-                    with m.Else():      # no chunk of the new table is cut yet: none flagged
-                        m.d.sync += switch_chunk.eq(0)
             with m.Else():
-                with m.If(modes.r_en & modes.r_rdy):
-                    m.d.sync += switch_made.eq(0)
                 m.d.comb += [modes.r_en.eq(body_modes.w_rdy),
                              body_modes.w_en.eq(modes.r_rdy),
-                             body_modes.w_data.eq(next_mode.raw)]
+                             body_modes.w_data.eq(modes.r_data)]
                 with m.If(modes.r_rdy & body_modes.w_rdy):
-                    m.d.sync += [reading.eq(1), raw.eq(next_mode.raw)]
+                    m.d.sync += [reading.eq(1), raw.eq(modes.r_data), popped.eq(popped + 1)]
         with m.Else():
             taken = Mux(raw, raw_ready, encoder.i.ready)
             m.d.comb += [
@@ -860,13 +845,19 @@ class LinkTx(_LinkBlock):
         state = Signal(range(len(_TX_TABLE_STATES)))
         loader = TableLoader(codec=p.codec, block="encoder")
         m.submodules.loader = loader
+        # Register slices on both sides of the loader (as in LinkRx).
+        m.submodules.image_slice = image_slice = RegisterSlice(image_byte_layout)
+        m.submodules.write_slice = write_slice = RegisterSlice(loader.o.payload.shape())
+        wiring.connect(m, image_slice.o, loader.i)
+        wiring.connect(m, loader.o, write_slice.i)
+        feeding, writes = image_slice.i, write_slice.o
         # (In "wait" the bank to load is the other one; from "arm" on, ``target``.)
         bank = Mux(state == _TX_TABLE_STATES.index("wait"), ~current, target)
         clear = Cat(*[~unit.busy.bit_select(bank, 1) & unit.caught_up
                       for unit in streams]).all() & (fresh == 0)
         ready = Cat(*[unit.table_ready for unit in streams]).all()
-        end_beat = loader.o.payload.error | (loader.o.payload.addr
-                                             == _codec_module(p.codec).SWITCH_ADDR)
+        end_beat = writes.payload.error | (writes.payload.addr
+                                           == _codec_module(p.codec).SWITCH_ADDR)
         feed = Signal(range(IMAGE_MAX + 1))
         result = Signal(table_result_layout)
         delay = Signal(range(TABLE_LEAD_CYCLES + 1))
@@ -875,13 +866,13 @@ class LinkTx(_LinkBlock):
         for index, unit in enumerate(streams):
             m.d.comb += [unit.fresh.eq(fresh[index] & ~leading), unit.fresh_bank.eq(current),
                          unit.loading.eq(loading), unit.load_bank.eq(target),
-                         unit.table.payload.eq(loader.o.payload)]
+                         unit.table.payload.eq(writes.payload)]
             with m.If(unit.switched):
                 m.d.sync += fresh[index].eq(0)
         m.d.comb += [tables.bank.eq(target), tables.read_addr.eq(feed),
-                     loader.i.payload.data.eq(tables.read_data),
-                     loader.i.payload.last.eq(feed + 1 == tables.length),
-                     loader.i.payload.abort.eq(feed == IMAGE_MAX),
+                     feeding.payload.data.eq(tables.read_data),
+                     feeding.payload.last.eq(feed + 1 == tables.length),
+                     feeding.payload.abort.eq(feed == IMAGE_MAX),
                      self.o_table.payload.eq(result)]
         with m.If(state == _TX_TABLE_STATES.index("idle")):
             with m.If(tables.have):
@@ -897,16 +888,16 @@ class LinkTx(_LinkBlock):
             with m.If(clear):          # again, now that no stream takes a table
                 m.d.sync += state.eq(_TX_TABLE_STATES.index("write"))
         with m.Elif(state == _TX_TABLE_STATES.index("write")):
-            m.d.comb += loader.i.valid.eq(feed < tables.length)
-            with m.If(loader.i.valid & loader.i.ready):
+            m.d.comb += feeding.valid.eq(feed < tables.length)
+            with m.If(feeding.valid & feeding.ready):
                 m.d.sync += feed.eq(feed + 1)
             for unit in streams:
-                m.d.comb += unit.table.valid.eq(loader.o.valid & ~end_beat)
-            m.d.comb += loader.o.ready.eq(end_beat | ready)
-            with m.If(loader.o.valid & end_beat):
+                m.d.comb += unit.table.valid.eq(writes.valid & ~end_beat)
+            m.d.comb += writes.ready.eq(end_beat | ready)
+            with m.If(writes.valid & end_beat):
                 m.d.sync += [result.data.eq(target), result.last.eq(1),
-                             result.error.eq(loader.o.payload.error)]
-                with m.If(loader.o.payload.error):
+                             result.error.eq(writes.payload.error)]
+                with m.If(writes.payload.error):
                     m.d.sync += loading.eq(0)
                     m.d.sync += state.eq(_TX_TABLE_STATES.index("report"))
                 with m.Else():
@@ -1343,28 +1334,35 @@ class LinkRx(_LinkBlock):
         m.submodules.tables = tables = _RxTables(p)
         load_active = Signal()              # an image is loading (its start to its end)
         m.submodules.loader = loader = TableLoader(codec=p.codec, block="decoder")
-        wiring.connect(m, tables.o, loader.i)
+        # Register slices on both sides of the loader: no path runs from the decoders'
+        # config ready through the loader to the table unit's byte read in a cycle.
+        m.submodules.image_slice = image_slice = RegisterSlice(image_byte_layout)
+        m.submodules.write_slice = write_slice = RegisterSlice(loader.o.payload.shape())
+        wiring.connect(m, tables.o, image_slice.i)
+        wiring.connect(m, image_slice.o, loader.i)
+        wiring.connect(m, loader.o, write_slice.i)
+        writes = write_slice.o
         m.d.comb += tables.loading.eq(load_active)
         bank_valid = Signal(2, init=0b11, reset_less=True)   # both hold the elaboration
         all_clear = Signal()                                 # tables at power-up
         m.d.sync += all_clear.eq(Cat(*[unit.clear for unit in units]).all() & load_active)
         with m.If(tables.start):
             m.d.sync += load_active.eq(1)
-        end_beat = loader.o.payload.error | (loader.o.payload.addr
-                                             == _codec_module(p.codec).SWITCH_ADDR)
-        offer = loader.o.valid & ~end_beat & all_clear & load_active
+        end_beat = writes.payload.error | (writes.payload.addr
+                                           == _codec_module(p.codec).SWITCH_ADDR)
+        offer = writes.valid & ~end_beat & all_clear & load_active
         for unit in units:
             m.d.comb += [unit.bank_valid.eq(bank_valid), unit.loading.eq(load_active),
                          unit.load_bank.eq(tables.bank),
                          unit.table.valid.eq(offer),
-                         unit.table.payload.addr.eq(loader.o.payload.addr),
-                         unit.table.payload.data.eq(loader.o.payload.data)]
-        m.d.comb += loader.o.ready.eq(Mux(end_beat, 1, offer & Cat(
+                         unit.table.payload.addr.eq(writes.payload.addr),
+                         unit.table.payload.data.eq(writes.payload.data)]
+        m.d.comb += writes.ready.eq(Mux(end_beat, 1, offer & Cat(
             *[unit.table_ready for unit in units]).all()))
         with m.If(offer):
             m.d.sync += bank_valid.bit_select(tables.bank, 1).eq(0)
-        with m.If(loader.o.valid & end_beat):
-            m.d.sync += [bank_valid.bit_select(tables.bank, 1).eq(~loader.o.payload.error),
+        with m.If(writes.valid & end_beat):
+            m.d.sync += [bank_valid.bit_select(tables.bank, 1).eq(~writes.payload.error),
                          load_active.eq(0)]
 
         # The head goes to a write stage (a register broadcast to every stream) when its
