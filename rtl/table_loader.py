@@ -117,17 +117,15 @@ class TableLoader(wiring.Component):
             self._huffman(m, free, emit)
         return m
 
-    def _finish(self, m, free, emit, bad):
-        """The last beat of an image: the switch write, or the error beat."""
-        with m.If(free):
-            with m.If(bad):
-                emit(0, error=1)
-            with m.Else():
-                emit(_SWITCH[self._codec])
+    def _finish(self, emit, bad):
+        """The last beat of an image (when the output is free): the switch write, or
+        the error beat if ``bad``."""
+        emit(Mux(bad, 0, _SWITCH[self._codec]), error=bad)
 
     def _intake(self, m, *, size, take):
-        """Image bytes: ``offset`` (the byte taken next), ``over`` (bytes past the image
-        being dropped), ``ended`` (``last`` taken), and the bad-length flag."""
+        """Image bytes: ``offset`` (the byte taken next; it stops at ``size``, the bytes
+        past the image are dropped), ``ended`` (``last`` or ``abort`` taken) and
+        ``bad_length`` (``last`` not on the image's last byte, or an abort)."""
         offset = Signal(range(size + 1))
         ended = Signal()
         bad_length = Signal()
@@ -151,9 +149,9 @@ class TableLoader(wiring.Component):
         head_bytes = 2 * AREAS
         widths = [Signal(4, name=f"width{a}") for a in range(AREAS)]
         sizes = [Signal(9, name=f"size{a}") for a in range(AREAS)]
-        bases = [Signal(9, name=f"base{a}") for a in range(AREAS)]
-        ranks = [Signal(10, name=f"rank{a}") for a in range(AREAS)]   # the next rank
-        total = Signal(10)                # the sizes so far
+        ends = [Signal(9, name=f"end{a}") for a in range(AREAS)]     # past the last rank
+        ranks = [Signal(9, name=f"rank{a}") for a in range(AREAS)]    # the next rank
+        total = Signal(12)                # the sizes so far (8 areas of at most 256)
         bad = Signal()
         symbol = Signal(9)                # the symbol whose area comes next
         buf = Signal(10)                  # body bits, left-aligned
@@ -174,12 +172,13 @@ class TableLoader(wiring.Component):
         left = Mux(step, nbits - 3, nbits)
         m.d.comb += self.i.ready.eq(~ended & ~done & (in_head | ~in_body | (left < 3)))
         with m.If(step):
-            rank = Signal(10)
+            rank = Signal(9)
             full = Signal()               # the area already has all its symbols
             length = Signal(5)
             for a in range(AREAS):
                 with m.If(area == a):
-                    m.d.comb += [rank.eq(ranks[a]), full.eq(ranks[a] >= bases[a] + sizes[a]),
+                    # (a rank counts up from the area's base: it meets the end exactly)
+                    m.d.comb += [rank.eq(ranks[a]), full.eq(ranks[a] == ends[a]),
                                  length.eq(3 + widths[a])]
                     m.d.sync += ranks[a].eq(ranks[a] + 1)
             with m.If(full):
@@ -205,12 +204,14 @@ class TableLoader(wiring.Component):
                                 m.d.sync += bad.eq(1)
                         with m.Else():
                             size = Cat(byte, sizes[index][8])
-                            m.d.sync += [sizes[index][:8].eq(byte), bases[index].eq(total),
-                                         ranks[index].eq(total), total.eq(total + size)]
+                            after = total + size
+                            m.d.sync += [sizes[index][:8].eq(byte), ranks[index].eq(total),
+                                         ends[index].eq(after), total.eq(after)]
                             with m.If(size > (Const(1, 9) << widths[index])):
                                 m.d.sync += bad.eq(1)
                             if index == AREAS - 1:
-                                with m.If(total + size != SYMBOLS):
+                                # known before any symbol's write: no rank past 255
+                                with m.If(after != SYMBOLS):
                                     m.d.sync += bad.eq(1)
             with m.Elif(in_body):
                 m.d.sync += [buf.eq(shifted | (Cat(Const(0, 2), byte) >> left[:2])),
@@ -219,18 +220,17 @@ class TableLoader(wiring.Component):
         # After the body: the 8 area writes, then the end beat.
         symbols_done = ended & (nbits < 3)
         whole = symbol == SYMBOLS
+        failed = bad | bad_length | ~whole
         with m.If(symbols_done & ~done & free):
-            with m.If(bad | bad_length | ~whole):
-                emit(0, error=1)
-                m.d.sync += done.eq(1)
-            with m.Elif(area_write == AREAS):
-                emit(_SWITCH["qlc"])
+            with m.If(failed | (area_write == AREAS)):
+                self._finish(emit, failed)
                 m.d.sync += done.eq(1)
             with m.Else():
                 entry = Signal(qlc.area_layout)
                 for a in range(AREAS):
                     with m.If(area_write == a):
-                        m.d.comb += [entry.suffix_bits.eq(widths[a]), entry.base.eq(bases[a]),
+                        m.d.comb += [entry.suffix_bits.eq(widths[a]),
+                                     entry.base.eq(ends[a] - sizes[a]),
                                      entry.size.eq(sizes[a])]
                 emit(qlc.AREA_BASE + area_write, entry.as_value())
                 m.d.sync += area_write.eq(area_write + 1)
@@ -314,10 +314,7 @@ class TableLoader(wiring.Component):
                             m.d.sync += indexes[n].eq(indexes[n] + 1)
                 m.d.sync += symbol.eq(symbol + 1)
         with m.If((phase == 3) & free):
-            with m.If(bad | bad_length):
-                emit(0, error=1)
-            with m.Else():
-                emit(_SWITCH["huffman"])
+            self._finish(emit, bad | bad_length)
             m.d.sync += [phase.eq(0), offset.eq(0), ended.eq(0), bad_length.eq(0),
                          bad.eq(0)] + [c.eq(0) for c in counts]
 

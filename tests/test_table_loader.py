@@ -47,6 +47,12 @@ def _bad_images(codec, good):
         changed("sizes add up to 255", b15=image[15] - 1)
         changed("sizes add up to 257", b15=image[15] + 1)
         changed("area 0 holds 9 in 3 bits", b1=9, b15=image[15] - 1)
+        # five areas of 256 in 8 bits, every symbol in area 0: 1,280, which is 256 in
+        # 10 bits (and area 0 takes exactly its 256)
+        changed("sizes add up to 1,280", **{f"b{2 * a}": (8 << 4) | (a < 5)
+                                            for a in range(8)},
+                **{f"b{2 * a + 1}": 0 for a in range(8)},
+                **{f"b{k}": 0 for k in range(16, len(image))})
         # symbol 0's area (the first 3 body bits) moved to another: one area over-full
         first = image[16] >> 5
         changed("an area over-full", b16=(image[16] & 0x1F) | (((first + 1) % 8) << 5))
