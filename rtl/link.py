@@ -48,8 +48,8 @@ are not as many as its header says, ends with the error beat (``error = 1, last 
    says, an image a beat, the bank it went to or that it was refused (nothing changed).
 
 So every flit of a bank's old table leaves before the bank's table flits, and every flit
-of its new table after them. (A stream still on the target bank's old table would hold
-its next frame from step 1 to step 3; step 1 waits until there is none.)
+of its new table after them: from step 1 on no stream is on the other bank's table, and
+none takes a table until step 3.
 :class:`LinkRx` sends table flits to a table unit, which checks each piece as the golden
 :class:`~linkcodec.golden.link.FlitReader` does and feeds the image to its own
 :class:`~linkcodec.rtl.table_loader.TableLoader`; its writes go into every stream
@@ -110,7 +110,7 @@ LINK_PIECE_BYTES = 16
 #: with it. The streams go on with the table before meanwhile: no idle cycle.
 TABLE_LEAD_CYCLES = 512
 #: The states of LinkTx's table loads, in order.
-_TX_TABLE_STATES = ("idle", "wait", "arm", "write", "send", "lead", "report")
+_TX_TABLE_STATES = ("idle", "wait", "write", "send", "lead", "report")
 #: Bytes of the longest table image (Huffman's) a link carries.
 IMAGE_MAX = max(IMAGE_BYTES.values())
 #: What ``LinkTx`` says of each table image it was given, a beat an image (``last``
@@ -143,8 +143,20 @@ def _codec_module(codec):
     return qlc if codec == "qlc" else huffman
 
 
-def _decoder_config_layout(codec):
-    return _codec_module(codec).config_layout
+def _sliced_loader(m, codec, block):
+    """A :class:`~linkcodec.rtl.table_loader.TableLoader` for ``block`` in ``m``, behind
+    a register slice on each side, so that no path runs from the blocks' config ready
+    through the loader to the image's byte read in a cycle: ``(image, writes, end)``,
+    the image stream in, the writes out, and whether the write at ``writes``' head is
+    the image's last beat (the switch write, or the error beat)."""
+    m.submodules.loader = loader = TableLoader(codec=codec, block=block)
+    m.submodules.image_slice = image_slice = RegisterSlice(image_byte_layout)
+    m.submodules.write_slice = write_slice = RegisterSlice(loader.o.payload.shape())
+    wiring.connect(m, image_slice.o, loader.i)
+    wiring.connect(m, loader.o, write_slice.i)
+    writes = write_slice.o
+    end = writes.payload.error | (writes.payload.addr == _codec_module(codec).SWITCH_ADDR)
+    return image_slice.i, writes, end
 
 
 def _blocks(codec):
@@ -269,18 +281,14 @@ class _TxStream(wiring.Component):
             # Tables in band (see LinkTx): the loader's writes into the idle banks of the
             # encoder and the cutter's lengths (taken when ``table_ready``); ``fresh``:
             # the idle banks hold a newer table, with link bank ``fresh_bank``, which the
-            # stream takes at its next frame (``switched`` pulses once its encoder has
-            # it); ``loading``: a table is being loaded into link bank ``load_bank``, so a
-            # frame coded with that bank's old table may not start; ``busy``: each link
-            # bank, whether a frame of it is in progress or a flit of it not yet sent;
-            # ``caught_up``: the encoder is on the cutter's table.
+            # stream takes between frames (``switched`` pulses once its encoder has it);
+            # ``busy``: each link bank, whether a frame of it is in progress or a flit of
+            # it not yet sent; ``caught_up``: the encoder is on the cutter's table.
             "table": In(config_listener(loader_write_layout(params.codec))),
             "table_ready": Out(1),
             "fresh": In(1),
             "fresh_bank": In(1),
             "switched": Out(1),
-            "loading": In(1),
-            "load_bank": In(1),
             "busy": Out(2),
             "caught_up": Out(1),
         })
@@ -294,9 +302,9 @@ class _TxStream(wiring.Component):
 
         # Banks. The encoder's active bank and the link bank of its table outlive a reset
         # (they name tables); the cutter runs ahead of the encoder, so it takes a fresh
-        # table at a frame's first symbol (``ahead``) and the reader switches the encoder
-        # when it reaches that frame's first chunk. A reset drops what is between them,
-        # and with ``ahead`` the cutter's switch: the stream takes the table again.
+        # table between frames (``ahead``) and the reader switches the encoder once it
+        # has read every chunk cut before. A reset drops what is between them, and with
+        # ``ahead`` the cutter's switch: the stream takes the table again.
         enc_active = Signal(reset_less=True)
         enc_tag = Signal(reset_less=True)
         ahead = Signal()
@@ -307,13 +315,19 @@ class _TxStream(wiring.Component):
         m.d.comb += self.caught_up.eq(~ahead)
 
         # -- 1. the cutter ------------------------------------------------------------
+        # The code lengths of both banks side by side (bank 1 in the top 5 bits), read at
+        # once and selected after the read: the bank select is not in the read's address.
         m.submodules.lengths = lengths = Memory(
-            shape=unsigned(5), depth=512, init=_code_lengths(p.codec, p.tables) * 2)
+            shape=unsigned(10), depth=256,
+            init=[length | length << 5 for length in _code_lengths(p.codec, p.tables)])
         length_read = lengths.read_port(domain="comb")
-        length_write = lengths.write_port()
-        m.d.comb += [length_write.addr.eq(Cat(self.table.payload.addr[:8], ~enc_active)),
-                     length_write.data.eq(self.table.payload.length),
-                     length_write.en.eq(self.table.valid & (self.table.payload.addr < 256))]
+        length_write = lengths.write_port(granularity=5)
+        length_written = self.table.valid & (self.table.payload.addr < 256)
+        m.d.comb += [length_write.addr.eq(self.table.payload.addr[:8]),
+                     length_write.data.eq(Cat(self.table.payload.length,
+                                              self.table.payload.length)),
+                     length_write.en.eq(Cat(length_written & enc_active,      # idle: 0
+                                            length_written & ~enc_active))]
         m.submodules.chunks = chunks = SyncFIFOBuffered(width=10, depth=CHUNK_QUEUE_DEPTH)
         m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=4)     # 1 = raw
         info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1,
@@ -326,11 +340,8 @@ class _TxStream(wiring.Component):
         count = Signal(12)                # its symbols
         coded = Signal()                  # its choice is known: coded
         new_acc = Signal(12)
-        # Between frames the cutter takes a fresh table at once (not while one loads:
-        # then ``fresh`` is low); a frame of the old table of the bank being loaded
-        # waits.
+        # Between frames the cutter takes a fresh table at once.
         take_fresh = ~in_frame & self.fresh & ~ahead
-        held_back = ~in_frame & self.loading & ~take_fresh & (cut_tag == self.load_bank)
         # Chunks (their modes) cut so far, and at a fresh table's taking how many came
         # before it: the reader switches the encoder once it has read that many.
         written = Signal(4)
@@ -338,9 +349,9 @@ class _TxStream(wiring.Component):
         m.d.comb += [cut_bank.eq(Mux(take_fresh, ~enc_active, enc_active ^ ahead)),
                      cut_tag.eq(Mux(take_fresh, self.fresh_bank,
                                     Mux(ahead, ahead_tag, enc_tag)))]
-        m.d.comb += [length_read.addr.eq(Cat(symbol, cut_bank)),
-                     new_acc.eq(acc + length_read.data)]
-        space = chunks.w_rdy & modes.w_rdy & infos.w_rdy & ~held_back
+        m.d.comb += [length_read.addr.eq(symbol),
+                     new_acc.eq(acc + Mux(cut_bank, length_read.data[5:], length_read.data[:5]))]
+        space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
         m.d.sync += written.eq(written + modes.w_en)
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += in_frame.eq(~self.i.payload.last)
@@ -838,26 +849,14 @@ class LinkTx(_LinkBlock):
         p = self._params
         current = Signal(reset_less=True)         # the link bank of the newest table
         fresh = Signal(p.streams, reset_less=True)   # streams yet to take it
-        target = Signal()                         # the bank being loaded: the other one
-        loading = Signal()
+        target = ~current                         # the bank loaded next (until "send" ends)
         # (A state register, not m.FSM: its case statement has values no state takes,
         # which Verilator's lint flags.)
         state = Signal(range(len(_TX_TABLE_STATES)))
-        loader = TableLoader(codec=p.codec, block="encoder")
-        m.submodules.loader = loader
-        # Register slices on both sides of the loader (as in LinkRx).
-        m.submodules.image_slice = image_slice = RegisterSlice(image_byte_layout)
-        m.submodules.write_slice = write_slice = RegisterSlice(loader.o.payload.shape())
-        wiring.connect(m, image_slice.o, loader.i)
-        wiring.connect(m, loader.o, write_slice.i)
-        feeding, writes = image_slice.i, write_slice.o
-        # (In "wait" the bank to load is the other one; from "arm" on, ``target``.)
-        bank = Mux(state == _TX_TABLE_STATES.index("wait"), ~current, target)
-        clear = Cat(*[~unit.busy.bit_select(bank, 1) & unit.caught_up
+        feeding, writes, end_beat = _sliced_loader(m, p.codec, "encoder")
+        clear = Cat(*[~unit.busy.bit_select(target, 1) & unit.caught_up
                       for unit in streams]).all() & (fresh == 0)
         ready = Cat(*[unit.table_ready for unit in streams]).all()
-        end_beat = writes.payload.error | (writes.payload.addr
-                                           == _codec_module(p.codec).SWITCH_ADDR)
         feed = Signal(range(IMAGE_MAX + 1))
         result = Signal(table_result_layout)
         delay = Signal(range(TABLE_LEAD_CYCLES + 1))
@@ -865,7 +864,6 @@ class LinkTx(_LinkBlock):
         m.d.comb += leading.eq(state == _TX_TABLE_STATES.index("lead"))
         for index, unit in enumerate(streams):
             m.d.comb += [unit.fresh.eq(fresh[index] & ~leading), unit.fresh_bank.eq(current),
-                         unit.loading.eq(loading), unit.load_bank.eq(target),
                          unit.table.payload.eq(writes.payload)]
             with m.If(unit.switched):
                 m.d.sync += fresh[index].eq(0)
@@ -879,14 +877,11 @@ class LinkTx(_LinkBlock):
                 m.d.sync += state.eq(_TX_TABLE_STATES.index("wait"))
         with m.Elif(state == _TX_TABLE_STATES.index("wait")):
             # Every stream has taken the newest table (an idle one at once, one in a
-            # frame at its end), every flit coded with the target bank's old table has
-            # been sent, and no frame of it is in progress: the load may start.
+            # frame at its end) and every flit coded with the target bank's old table
+            # has been sent: the load may start. It stays so until "lead" ends (no
+            # stream has a table to take; each codes with the newest, the other bank).
             with m.If(clear):
-                m.d.sync += [loading.eq(1), fresh.eq(0), feed.eq(0), target.eq(~current)]
-                m.d.sync += state.eq(_TX_TABLE_STATES.index("arm"))
-        with m.Elif(state == _TX_TABLE_STATES.index("arm")):
-            with m.If(clear):          # again, now that no stream takes a table
-                m.d.sync += state.eq(_TX_TABLE_STATES.index("write"))
+                m.d.sync += [feed.eq(0), state.eq(_TX_TABLE_STATES.index("write"))]
         with m.Elif(state == _TX_TABLE_STATES.index("write")):
             m.d.comb += feeding.valid.eq(feed < tables.length)
             with m.If(feeding.valid & feeding.ready):
@@ -898,7 +893,6 @@ class LinkTx(_LinkBlock):
                 m.d.sync += [result.data.eq(target), result.last.eq(1),
                              result.error.eq(writes.payload.error)]
                 with m.If(writes.payload.error):
-                    m.d.sync += loading.eq(0)
                     m.d.sync += state.eq(_TX_TABLE_STATES.index("report"))
                 with m.Else():
                     m.d.comb += tables.send.eq(1)
@@ -915,7 +909,6 @@ class LinkTx(_LinkBlock):
             # receiver has had the time to load it, so it holds no flit for it.
             m.d.sync += delay.eq(delay - 1)
             with m.If(delay == 0):
-                m.d.sync += loading.eq(0)
                 m.d.sync += state.eq(_TX_TABLE_STATES.index("report"))
         with m.Elif(state == _TX_TABLE_STATES.index("report")):
             m.d.comb += self.o_table.valid.eq(1)
@@ -1026,7 +1019,6 @@ class _RxTables(wiring.Component):
         return m
 
 
-
 class _RxStream(wiring.Component):
     """One stream of :class:`LinkRx`: a flit buffer of two flits, the raw reader, the
     decoder and the output that takes both in flit order."""
@@ -1047,7 +1039,7 @@ class _RxStream(wiring.Component):
             "loading": In(1),
             "load_bank": In(1),
             "clear": Out(1),
-            "table": In(config_listener(_decoder_config_layout(params.codec))),
+            "table": In(config_listener(_codec_module(params.codec).config_layout)),
             "table_ready": Out(1),
         })
 
@@ -1333,23 +1325,14 @@ class LinkRx(_LinkBlock):
         # in its stream before the load starts, and none after it).
         m.submodules.tables = tables = _RxTables(p)
         load_active = Signal()              # an image is loading (its start to its end)
-        m.submodules.loader = loader = TableLoader(codec=p.codec, block="decoder")
-        # Register slices on both sides of the loader: no path runs from the decoders'
-        # config ready through the loader to the table unit's byte read in a cycle.
-        m.submodules.image_slice = image_slice = RegisterSlice(image_byte_layout)
-        m.submodules.write_slice = write_slice = RegisterSlice(loader.o.payload.shape())
-        wiring.connect(m, tables.o, image_slice.i)
-        wiring.connect(m, image_slice.o, loader.i)
-        wiring.connect(m, loader.o, write_slice.i)
-        writes = write_slice.o
+        image, writes, end_beat = _sliced_loader(m, p.codec, "decoder")
+        wiring.connect(m, tables.o, image)
         m.d.comb += tables.loading.eq(load_active)
         bank_valid = Signal(2, init=0b11, reset_less=True)   # both hold the elaboration
         all_clear = Signal()                                 # tables at power-up
         m.d.sync += all_clear.eq(Cat(*[unit.clear for unit in units]).all() & load_active)
         with m.If(tables.start):
             m.d.sync += load_active.eq(1)
-        end_beat = writes.payload.error | (writes.payload.addr
-                                           == _codec_module(p.codec).SWITCH_ADDR)
         offer = writes.valid & ~end_beat & all_clear & load_active
         for unit in units:
             m.d.comb += [unit.bank_valid.eq(bank_valid), unit.loading.eq(load_active),
