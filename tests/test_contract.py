@@ -11,9 +11,9 @@ Verilator builds dominate the time: one build per block and lane count, shared b
 test that needs it (``xdist_group`` keeps them on one worker). Lane counts of 16
 (``sim.contract.LARGE_LANES``) run under the ``slow`` marker, which ``make test`` leaves
 out: ``pytest -m slow tests/test_contract.py`` runs them, and ``linkcodec bench
---contract`` runs the same checks there. From 8 lanes (``PATTERNS_SLOW_FROM``) ``make
-test`` runs the round trip under the random pattern only and leaves the other word
-widths to ``-m slow`` too. Seeds are printed; ``LINKCODEC_SEED`` replays.
+--contract`` runs the same checks there. Above a block's smallest lane count ``make
+test`` runs the round trip under the random pattern only (:func:`slow_case`) and leaves
+the other word widths to ``-m slow`` too. Seeds are printed; ``LINKCODEC_SEED`` replays.
 """
 
 import numpy as np
@@ -27,12 +27,15 @@ from linkcodec.sim.pair import pairs
 
 BLOCK_LANES = [block_case(name, lanes) for name, block in BLOCKS.items()
                for lanes in block.lanes]
-#: From this many lanes, ``make test`` runs the round trip under the random pattern alone
-#: (idle cycles and backpressure both), and the other word widths not at all; ``pytest -m
-#: slow`` runs the rest. Their simulations were a fifth of ``make test``'s time.
-PATTERNS_SLOW_FROM = 8
-PATTERNED = [block_case(name, lanes, pattern,
-                        slow=lanes >= PATTERNS_SLOW_FROM and pattern != "random")
+def slow_case(block, lanes, pattern="random"):
+    """Whether ``make test`` leaves a round trip to ``-m slow``: every pause pattern runs
+    at a block's smallest lane count, where each block's control is the same as at more
+    lanes, and the random one (idle cycles and backpressure both) above it. The rest
+    were a fifth of ``make test``'s time."""
+    return lanes > min(block.lanes) and pattern != "random"
+
+
+PATTERNED = [block_case(name, lanes, pattern, slow=slow_case(block, lanes, pattern))
              for name, block in BLOCKS.items()
              for lanes in block.lanes for pattern in contract.CONTRACT_PATTERNS]
 SMALLEST = [block_case(name, min(block.lanes)) for name, block in BLOCKS.items()]
@@ -61,7 +64,7 @@ def other_word_widths(block):
 
 
 @pytest.mark.parametrize(("name", "lanes", "width"), [
-    block_case(name, lanes, width, slow=lanes >= PATTERNS_SLOW_FROM)
+    block_case(name, lanes, width, slow=slow_case(block, lanes, "bursty"))
     for name, block in BLOCKS.items()
     if block.default_word_width(min(block.lanes)) is not None
     for lanes, width in other_word_widths(block)])

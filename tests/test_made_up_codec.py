@@ -207,7 +207,8 @@ def test_the_contract_suite_runs_it(registered, name, seed):
     block = BLOCKS[name]
     contract.check_parameters(block)
     for lanes in (1, 4):
-        for pattern in contract.CONTRACT_PATTERNS:
+        # every pause pattern at 1 lane, the random one at 4 (as test_contract.py does)
+        for pattern in contract.CONTRACT_PATTERNS if lanes == 1 else ("random",):
             contract.check_round_trip(block, lanes, pattern=pattern, seed=seed)
         assert contract.check_latency(block, lanes) == 1
         frame = np.random.default_rng(lanes).integers(0, 256, 2000 * lanes, dtype=np.uint8)
