@@ -9,8 +9,8 @@ import pytest
 from linkcodec.bundled import bundled_files
 from linkcodec.cli import main
 from linkcodec.golden.huffman import HuffmanCodebook
-from linkcodec.golden.link import (HEADER_BYTES, FlitHeader, FlitReader, FlitWriter,
-                                   LinkFormat, table_from_image, table_image)
+from linkcodec.golden.link import (FlitError, FlitHeader, FlitReader, FlitWriter,
+                                   LinkFormat, table_image)
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx, link_tables
 from linkcodec.sim.beats import decoder_beats, symbol_beats
@@ -126,30 +126,25 @@ def _swapped(tables, first, second):
 
 
 def _rx_expected(fmt, flits):
-    """Each stream's beats out of LinkRx for ``flits``, and how many coded flits named a
-    bank whose table was refused (each of those gives the error beat instead)."""
-    pieces, banks, beats, refused = {}, {}, {}, 0
+    """Each stream's beats out of LinkRx for ``flits`` as the golden FlitReader reads
+    them, and how many coded flits it refused for naming a bank whose table it refused
+    (LinkRx gives the error beat for each of those)."""
+    reader, beats, refused = FlitReader(fmt), {}, 0
     for flit in flits:
         header = FlitHeader.unpack(flit)
-        body = flit[HEADER_BYTES:HEADER_BYTES + header.bits // 8]
         if header.table:
-            image = pieces.get(header.bank, b"") + body
-            pieces[header.bank] = b"" if header.last else image
-            if header.last:
-                try:
-                    banks[header.bank] = table_from_image(fmt.codec, image)
-                except ValueError:
-                    banks[header.bank] = None
+            try:
+                reader.read(flit)
+            except FlitError as error:
+                assert error.field == "table", error       # the refused table
             continue
         out = beats.setdefault(f"o_s{header.stream}", [])
-        if header.codec == 0:
-            symbols = np.frombuffer(body, dtype=np.uint8)
-        elif banks[header.bank] is None:
+        try:
+            symbols = reader.symbols(flit)
+        except FlitError:
             out.append({"symbols": [0], "count": 0, "last": 1, "error": 1})
             refused += 1
             continue
-        else:
-            symbols = banks[header.bank].decode(flit[HEADER_BYTES:], header.bits)
         out += [{"symbols": [int(symbol)], "count": 1,
                  "last": int(header.last and k == symbols.size - 1), "error": 0}
                 for k, symbol in enumerate(symbols)]
