@@ -137,7 +137,7 @@ def cmd_sim(args):
 
 
 #: Options of ``linkcodec sim link`` alone.
-LINK_OPTIONS = ("codec", "streams", "flit_bytes", "link_bytes")
+LINK_OPTIONS = ("codec", "streams", "flit_bytes", "link_bytes", "fixed_tables")
 
 
 def _sim_link(args):
@@ -167,7 +167,7 @@ def _sim_link(args):
     code, described = _sim_tables(block, args, arrays)
     result = run_link(arrays, codec=codec, streams=args.streams or 1, lanes=lanes,
                       flit_bytes=args.flit_bytes or 256, link_bytes=args.link_bytes or 64,
-                      tables=link_tables(codec, code),
+                      tables=link_tables(codec, code), tables_in_band=not args.fixed_tables,
                       idle="random" if args.idle is None else args.idle,
                       stall="random" if args.stall is None else args.stall, seed=args.seed)
     report = {"block": "link", **result,
@@ -405,6 +405,9 @@ def build_parser():
                      help="link only: bytes a flit, 64, 128 or 256 (default 256)")
     sim.add_argument("--link-bytes", type=int, default=None,
                      help="link only: bytes the link carries a cycle (default 64)")
+    sim.add_argument("--fixed-tables", action="store_true", default=None,
+                     help="link only: tables fixed at elaboration in both blocks, none "
+                          "in band (see `linkcodec generate --fixed-tables`)")
     sim.add_argument("--json", action="store_true", help="print JSON")
     sim.set_defaults(func=cmd_sim)
     sim.parse_known_args = _files_after_options(sim)

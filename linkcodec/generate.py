@@ -121,6 +121,10 @@ def add_link_arguments(parser):
     parser.add_argument("--link-bytes", type=int, default=None,
                         help="link-tx and link-rx only: bytes the link carries a cycle "
                              "(default 64)")
+    parser.add_argument("--fixed-tables", action="store_true", default=None,
+                        help="link-tx and link-rx only: tables fixed at elaboration, no "
+                             "tables in band (no i_table/o_table; table flits dropped): "
+                             "smaller and faster where the code never changes")
 
 
 def link_options(args):
@@ -129,15 +133,19 @@ def link_options(args):
     from .link_hardware import LINK_BLOCKS
 
     given = {"codec": args.codec, "streams": args.streams, "flit_bytes": args.flit_bytes,
-             "link_bytes": args.link_bytes}
+             "link_bytes": args.link_bytes, "fixed_tables": args.fixed_tables}
     blocks = getattr(args, "blocks", None) or [args.block]
     if not any(block in LINK_BLOCKS for block in blocks):
         for name, value in given.items():
             if value is not None:
                 raise ValueError(f"--{name.replace('_', '-')} is an option of link-tx and "
                                  f"link-rx only")
-    defaults = {"codec": "qlc", "streams": 1, "flit_bytes": 256, "link_bytes": 64}
-    return {name: defaults[name] if value is None else value for name, value in given.items()}
+    defaults = {"codec": "qlc", "streams": 1, "flit_bytes": 256, "link_bytes": 64,
+                "fixed_tables": False}
+    options = {name: defaults[name] if value is None else value
+               for name, value in given.items()}
+    options["tables_in_band"] = not options.pop("fixed_tables")
+    return options
 
 
 def run(args):
@@ -246,17 +254,20 @@ def axi_port_tables():
 
 
 def generate_link(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
-                  axi_stream=False, output):
+                  tables_in_band=True, axi_stream=False, output):
     """Write ``kind``'s Verilog and lint waivers into ``output``; return both paths."""
     from .link_hardware import link_component, link_module_name
     from .rtl.axi import AxiStreamWrapper
 
     component = link_component(kind, codec=codec, streams=streams, lanes=lanes,
-                               flit_bytes=flit_bytes, link_bytes=link_bytes)
+                               flit_bytes=flit_bytes, link_bytes=link_bytes,
+                               tables_in_band=tables_in_band)
     module = link_module_name(kind, codec=codec, streams=streams, lanes=lanes,
-                              flit_bytes=flit_bytes, link_bytes=link_bytes)
+                              flit_bytes=flit_bytes, link_bytes=link_bytes,
+                              tables_in_band=tables_in_band)
     if axi_stream:
-        # The link's blocks have no config port: their tables are set at elaboration.
+        # The link's blocks have no config port: tables come in band (LinkTx's i_table
+        # stream) or are fixed at elaboration.
         component = AxiStreamWrapper(component)
         module += "_axis"
     return write_verilog(component, module, output)

@@ -21,7 +21,7 @@ LINK_BLOCKS = ("link-tx", "link-rx")
 
 
 def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
-                   tables=None):
+                   tables=None, tables_in_band=True):
     """``kind`` (``"link-tx"``, ``"link-rx"`` or ``"link-pair"``) built with these
     parameters."""
     from .rtl.link import LinkPair, LinkRx, LinkTx
@@ -30,18 +30,21 @@ def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, lin
     if kind not in classes:
         raise ValueError(f"kind must be one of {', '.join(classes)}, not {kind!r}")
     return classes[kind](codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
-                         link_bytes=link_bytes, tables=tables)
+                         link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band)
 
 
 def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
-                     link_bytes=64):
+                     link_bytes=64, tables_in_band=True):
     """``linkcodec_link_tx_qlc_s16_l1``: what the module is, its codec, streams and lanes,
-    and its flit and link word bytes where not the default (``_f64``, ``_w32``)."""
+    its flit and link word bytes where not the default (``_f64``, ``_w32``), and
+    ``_fixed`` for tables fixed at elaboration (no tables in band)."""
     name = f"linkcodec_{kind.replace('-', '_')}_{codec}_s{streams}_l{lanes}"
     if flit_bytes != 256:
         name += f"_f{flit_bytes}"
     if link_bytes != 64:
         name += f"_w{link_bytes}"
+    if not tables_in_band:
+        name += "_fixed"
     return name
 
 
@@ -58,7 +61,7 @@ def link_sample(codec):
 
 
 def link_throughput(*, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
-                    frames=None, build_root=None):
+                    tables_in_band=True, frames=None, build_root=None):
     """``linkcodec sim link``'s figures with no idle cycle and no backpressure, for
     ``frames`` dealt to the streams, or by default the bundled sample's step-3 tensors,
     one after another, cut into ``streams`` frames of equal size: every stream gets the
@@ -70,5 +73,5 @@ def link_throughput(*, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_byt
         frames = np.array_split(np.concatenate(later), streams)
     return run_link(frames, codec=codec, streams=streams,
                     flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
-                    idle="none", stall="none", seed=1, check_tx=False,
+                    tables_in_band=tables_in_band, idle="none", stall="none", seed=1, check_tx=False,
                     build_root=build_root)

@@ -96,7 +96,8 @@ def run(args):
 
 
 def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
-                    link_bytes=64, seeds=1, build_root=None, progress=False):
+                    link_bytes=64, tables_in_band=True, seeds=1, build_root=None,
+                    progress=False):
     """One entry of ``linkcodec report --json`` for the link block ``kind``."""
     import tempfile
 
@@ -109,12 +110,12 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
     with tempfile.TemporaryDirectory(prefix="linkcodec-verilog-") as scratch:
         verilog = generate_link(kind, codec=codec, streams=streams, lanes=lanes,
                                 flit_bytes=flit_bytes, link_bytes=link_bytes,
-                                output=scratch)[0]
+                                tables_in_band=tables_in_band, output=scratch)[0]
         top = verilog.stem
         fpga = ecp5([verilog], top, build_dir=build_root, seeds=seeds, progress=progress)
         asic = gates_nand2([verilog], top, build_dir=build_root)
     sim = link_throughput(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
-                          link_bytes=link_bytes)
+                          link_bytes=link_bytes, tables_in_band=tables_in_band)
     fmax = fpga["fmax_mhz"]
     return {
         "block": kind,
@@ -122,6 +123,7 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         "streams": streams,
         "lanes": lanes,
         "word_width": 8 * link_bytes,
+        "tables_in_band": tables_in_band,
         "device": f"LFE5U-{fpga['device'].upper().removesuffix('K')}F speed {fpga['speed']}",
         "luts": fpga["luts"],
         "ffs": fpga["ffs"],

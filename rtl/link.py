@@ -65,6 +65,9 @@ can leave the link bank it was loading without a whole table at the receiver, if
 table flits were partly sent or loaded: the flits of that bank's old table then give
 error beats, never other symbols, until a table is loaded again.
 
+``tables_in_band=False`` leaves all of this out: both ends keep the elaboration tables,
+which synthesis then folds into constants.
+
 Limits of this version: 1 lane a stream, the QLC and Huffman codecs. The exponent codec
 and wider streams follow.
 """
@@ -168,7 +171,8 @@ def _blocks(codec):
 class _Params:
     """The checked parameters both ends share."""
 
-    def __init__(self, *, codec, streams, lanes, flit_bytes, link_bytes, tables):
+    def __init__(self, *, codec, streams, lanes, flit_bytes, link_bytes, tables,
+                 tables_in_band):
         if codec not in LINK_CODECS:
             raise ValueError(f"codec must be one of {', '.join(map(repr, LINK_CODECS))} in "
                              f"hardware, not {codec!r}")
@@ -184,7 +188,10 @@ class _Params:
         if tables is not None and not isinstance(tables, (QlcCode, HuffmanCodebook)):
             raise TypeError(f"tables must be a QlcCode or a HuffmanCodebook, not "
                             f"{type(tables).__name__}")
+        if not isinstance(tables_in_band, bool):
+            raise TypeError(f"tables_in_band must be True or False, not {tables_in_band!r}")
         self.codec, self.streams, self.lanes = codec, streams, lanes
+        self.tables_in_band = tables_in_band
         self.flit_bytes, self.link_bytes = flit_bytes, link_bytes
         self.tables = link_tables(codec, tables)
         self.rows = flit_bytes // link_bytes            # link words a flit
@@ -321,13 +328,14 @@ class _TxStream(wiring.Component):
             shape=unsigned(10), depth=256,
             init=[length | length << 5 for length in _code_lengths(p.codec, p.tables)])
         length_read = lengths.read_port(domain="comb")
-        length_write = lengths.write_port(granularity=5)
-        length_written = self.table.valid & (self.table.payload.addr < 256)
-        m.d.comb += [length_write.addr.eq(self.table.payload.addr[:8]),
-                     length_write.data.eq(Cat(self.table.payload.length,
-                                              self.table.payload.length)),
-                     length_write.en.eq(Cat(length_written & enc_active,      # idle: 0
-                                            length_written & ~enc_active))]
+        if p.tables_in_band:              # (else a ROM: nothing drives ``table``)
+            length_write = lengths.write_port(granularity=5)
+            length_written = self.table.valid & (self.table.payload.addr < 256)
+            m.d.comb += [length_write.addr.eq(self.table.payload.addr[:8]),
+                         length_write.data.eq(Cat(self.table.payload.length,
+                                                  self.table.payload.length)),
+                         length_write.en.eq(Cat(length_written & enc_active,  # idle: 0
+                                                length_written & ~enc_active))]
         m.submodules.chunks = chunks = SyncFIFOBuffered(width=10, depth=CHUNK_QUEUE_DEPTH)
         m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=4)     # 1 = raw
         info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1,
@@ -656,7 +664,10 @@ class LinkTx(_LinkBlock):
     Parameters (keyword-only): ``codec`` (``"qlc"`` or ``"huffman"``), ``streams`` (1 to
     16), ``lanes`` (1), ``flit_bytes`` (64, 128 or 256), ``link_bytes`` (a power of two
     from 8 to ``flit_bytes``; default 64), ``tables`` (the code both ends hold; default
-    the codec's default).
+    the codec's default), ``tables_in_band`` (default ``True``; ``False``: the tables
+    are fixed at elaboration, there is no ``i_table`` or ``o_table``, no table unit and
+    no loader, and synthesis folds every table into constants: less area and a faster
+    clock, for a link whose code never changes).
 
     Ports: ``i_s0`` .. ``i_s{streams-1}`` (:func:`symbol_layout` beats of 1 lane, frames
     ended by ``last``), ``o`` (:func:`word_layout` of ``8 * link_bytes`` bits: ``data``
@@ -686,14 +697,17 @@ class LinkTx(_LinkBlock):
     """
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
-                 link_bytes=DEFAULT_LINK_BYTES, tables=None):
+                 link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True):
         params = _checked(self, codec=codec, streams=streams, lanes=lanes,
-                          flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
+                          flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
+                          tables_in_band=tables_in_band)
         members = {f"i_s{index}": In(stream.Signature(symbol_layout(1)))
                    for index in range(streams)}
-        members["i_table"] = In(stream.Signature(image_byte_layout))
+        if tables_in_band:
+            members["i_table"] = In(stream.Signature(image_byte_layout))
         members["o"] = Out(stream.Signature(word_layout(params.row_bits)))
-        members["o_table"] = Out(stream.Signature(table_result_layout))
+        if tables_in_band:
+            members["o_table"] = Out(stream.Signature(table_result_layout))
         super().__init__(params, members)
 
     def elaborate(self, platform):
@@ -705,11 +719,13 @@ class LinkTx(_LinkBlock):
             m.submodules[f"stream{index}"] = unit
             wiring.connect(m, wiring.flipped(getattr(self, f"i_s{index}")), unit.i)
             units.append(unit)
-        streams = list(units)
-        m.submodules.tables = tables = _TxTables(p)
-        wiring.connect(m, wiring.flipped(self.i_table), tables.i)
-        units.append(tables)              # its table flits share the link side
-        self._tables_in_band(m, streams, tables)
+        if p.tables_in_band:
+            streams = list(units)
+            m.submodules.tables = tables = _TxTables(p)
+            wiring.connect(m, wiring.flipped(self.i_table), tables.i)
+            units.append(tables)          # its table flits share the link side
+            self._tables_in_band(m, streams, tables)
+        # (Else each stream's ``table`` and ``fresh`` stay 0: its tables are constants.)
 
         # The link side is a pipeline that never stalls, a piece (a buffer row of
         # ``piece_bytes``) a cycle, in front of an output queue of link words whose free
@@ -1157,7 +1173,10 @@ class _RxStream(wiring.Component):
         active = Signal(reset_less=True)       # the decoder's bank, as switched: a table
         switching = Signal()                   # a switch write offered to the decoder
         refusing = Signal()                    # the flit being read gives an error beat
-        bank_ok = self.bank_valid.bit_select(h_bank, 1)
+        # Without tables in band both banks hold the elaboration tables, so the decoder
+        # stays on its own (no switch, no config write: its tables fold into constants).
+        bank_ok = (self.bank_valid.bit_select(h_bank, 1) if p.tables_in_band
+                   else Const(1, 1))
         blocked = self.loading & (self.load_bank == h_bank)
         with m.If(~reading):
             with m.If(full.bit_select(out_slot, 1) & ~switching):
@@ -1165,17 +1184,19 @@ class _RxStream(wiring.Component):
                     with m.If(outstanding == 0):
                         m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
                                      left.eq(Mux(is_raw, h_count, 0)), refusing.eq(~is_raw)]
-                with m.Elif(h_bank != active):
-                    with m.If(~blocked):
-                        m.d.sync += switching.eq(1)
+                if p.tables_in_band:
+                    with m.Elif(h_bank != active):
+                        with m.If(~blocked):
+                            m.d.sync += switching.eq(1)
                 with m.Elif(decoding.w_rdy):
                     m.d.comb += [decoding.w_en.eq(1),
                                  decoding.w_data.eq(Cat(h_count, h_last))]
                     m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
                                  left.eq(words), refusing.eq(0)]
-            with m.Elif(self.loading & (active == self.load_bank) & ~full.any()
-                        & ~switching):
-                m.d.sync += switching.eq(1)
+            if p.tables_in_band:
+                with m.Elif(self.loading & (active == self.load_bank) & ~full.any()
+                            & ~switching):
+                    m.d.sync += switching.eq(1)
         with m.Elif(advance):
             # (An empty raw flit starts with none left: it is done at once.)
             done = left <= 1
@@ -1196,16 +1217,17 @@ class _RxStream(wiring.Component):
             m.d.sync += full.bit_select(slot, 1).eq(1)
 
         config = decoder.i_config
-        with m.If(switching):
-            m.d.comb += [config.valid.eq(1), config.payload.addr.eq(_codec_module(p.codec)
-                                                                     .SWITCH_ADDR)]
-            with m.If(config.ready):
-                m.d.sync += [switching.eq(0), active.eq(~active)]
-        with m.Else():
-            m.d.comb += [config.valid.eq(self.table.valid),
-                         config.payload.eq(self.table.payload)]
-        m.d.comb += [self.table_ready.eq(~switching & config.ready),
-                     self.clear.eq((active != self.load_bank) & ~switching)]
+        if p.tables_in_band:          # (else nothing writes the decoder's config)
+            with m.If(switching):
+                m.d.comb += [config.valid.eq(1),
+                             config.payload.addr.eq(_codec_module(p.codec).SWITCH_ADDR)]
+                with m.If(config.ready):
+                    m.d.sync += [switching.eq(0), active.eq(~active)]
+            with m.Else():
+                m.d.comb += [config.valid.eq(self.table.valid),
+                             config.payload.eq(self.table.payload)]
+            m.d.comb += [self.table_ready.eq(~switching & config.ready),
+                         self.clear.eq((active != self.load_bank) & ~switching)]
 
         # The output: raw symbols first (a raw flit starts only with no coded flit in
         # the decoder), else the decoder's, with last and error from the flit.
@@ -1248,7 +1270,8 @@ class LinkRx(_LinkBlock):
     :class:`LinkTx`'s ``o``; ``last`` is not read: a flit is ``flit_bytes /
     link_bytes`` words), ``o_s0`` .. ``o_s{streams-1}`` (:func:`symbol_layout` beats of
     1 lane with ``error``). Table flits load the decoders' tables (the module's
-    docstring).
+    docstring); with ``tables_in_band=False`` they are dropped, and every coded flit is
+    decoded with the elaboration tables, whichever bank it names.
 
     Throughput: a symbol a cycle a stream, flits back to back. Latency: each word passes
     a 4-deep queue and a write stage (2 cycles when the queue is empty), a flit's words
@@ -1263,9 +1286,10 @@ class LinkRx(_LinkBlock):
     """
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
-                 link_bytes=DEFAULT_LINK_BYTES, tables=None):
+                 link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True):
         params = _checked(self, codec=codec, streams=streams, lanes=lanes,
-                          flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables)
+                          flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
+                          tables_in_band=tables_in_band)
         members = {"i": In(stream.Signature(word_layout(params.row_bits)))}
         for index in range(streams):
             members[f"o_s{index}"] = Out(stream.Signature(symbol_layout(1, error=True)))
@@ -1297,7 +1321,8 @@ class LinkRx(_LinkBlock):
         table = Signal()
         m.d.comb += [routed.eq(Mux(row == 0, stream_field, target)),
                      wanted.eq(Mux(row == 0, ~is_table & (stream_field < p.streams), keep)),
-                     table.eq(Mux(row == 0, is_table, target_table))]
+                     table.eq(Mux(row == 0, is_table, target_table)
+                               & Const(int(p.tables_in_band), 1))]
         tagged_layout = data.StructLayout({"data": p.row_bits, "row": range(p.rows),
                                            "streams": p.streams, "table": 1})
         tagged = Signal(tagged_layout)
@@ -1317,12 +1342,42 @@ class LinkRx(_LinkBlock):
         head = Signal(tagged_layout)
         m.d.comb += head.eq(queue.r_data)
 
-        # Tables in band: the table unit takes table flits and sends their bytes to a
-        # TableLoader, whose writes go to every decoder's idle bank once every stream is
-        # off the bank being loaded; its last beat says whether the bank now holds a
-        # whole table. While a table flit waits or an image loads, data flits wait at
-        # the queue's head (so every data flit before the table flit, in link order, is
-        # in its stream before the load starts, and none after it).
+        # The head goes to a write stage (a register broadcast to every stream) when its
+        # stream has room: each stream's free flit slots are counted here (credits, taken
+        # by a flit's first word, given back a cycle after the stream empties a slot), so
+        # no path runs from the streams back to the queue within a cycle.
+        credits = [Signal(range(3), init=2, name=f"credits{index}")
+                   for index in range(p.streams)]
+        first = head.row == 0
+        room = Cat(*[(credit != 0) | ~first for credit in credits])
+        dropped, routable = head.streams == 0, (head.streams & room).any()
+        staged = Signal(tagged_layout)
+        if p.tables_in_band:
+            pop = self._tables_in_band(m, units, queue, head, staged, dropped, routable)
+        else:
+            # Table flits are dropped (tagged with no stream): the tables are constants.
+            pop = queue.r_rdy & (dropped | routable)
+            m.d.comb += queue.r_en.eq(pop)
+            m.d.sync += staged.eq(head)
+        m.d.sync += staged.streams.eq(Mux(pop & ~head.table, head.streams, 0))
+        for index, (unit, credit) in enumerate(zip(units, credits)):
+            took = pop & head.streams[index] & first
+            m.d.sync += credit.eq(credit - took + unit.slot_freed)
+            m.d.comb += [unit.write.eq(staged.streams[index]), unit.write_row.eq(staged.row),
+                         unit.write_data.eq(staged.data)]
+        return m
+
+    def _tables_in_band(self, m, units, queue, head, staged, dropped, routable):
+        """Table flits to the table unit, and its image through a TableLoader into every
+        decoder's idle bank; the routing queue's pop (data flits wait while a table
+        flit that their bank is loaded from is in hand)."""
+        p = self._params
+        # The table unit takes table flits and sends their bytes to a TableLoader, whose
+        # writes go to every decoder's idle bank once every stream is off the bank being
+        # loaded; its last beat says whether the bank now holds a whole table. While a
+        # table flit waits or an image loads, data flits wait at the queue's head (so
+        # every data flit before the table flit, in link order, is in its stream before
+        # the load starts, and none after it).
         m.submodules.tables = tables = _RxTables(p)
         load_active = Signal()              # an image is loading (its start to its end)
         image, writes, end_beat = _sliced_loader(m, p.codec, "decoder")
@@ -1348,12 +1403,6 @@ class LinkRx(_LinkBlock):
             m.d.sync += [bank_valid.bit_select(tables.bank, 1).eq(~writes.payload.error),
                          load_active.eq(0)]
 
-        # The head goes to a write stage (a register broadcast to every stream) when its
-        # stream has room: each stream's free flit slots are counted here (credits, taken
-        # by a flit's first word, given back a cycle after the stream empties a slot), so
-        # no path runs from the streams back to the queue within a cycle.
-        credits = [Signal(range(3), init=2, name=f"credits{index}")
-                   for index in range(p.streams)]
         # While a table flit is in the table unit or its image loads, the coded flits
         # that name the bank it goes to wait (they come after the table flit, so they
         # need the new table; the sender sent every flit of that bank's old table
@@ -1367,27 +1416,19 @@ class LinkRx(_LinkBlock):
         names_loading = coded & (head_header[28] == tables.bank)
         hold = ((~table_credit | tables.in_image | load_active)
                 & coded & (head_header[28] == table_bank))
-        room = Cat(*[(credit != 0) | ~first for credit in credits])
-        data_pop = (head.streams == 0) | ((head.streams & room).any() & ~(hold & first))
+        data_pop = dropped | (routable & ~(hold & first))
         pop = queue.r_rdy & Mux(head.table, table_credit | ~first, data_pop)
         m.d.comb += [queue.r_en.eq(pop),
                      tables.cut.eq(queue.r_rdy & first & ~head.table & table_credit
                                    & names_loading)]
-        staged = Signal(tagged_layout)
-        m.d.sync += [staged.eq(head), staged.streams.eq(Mux(pop & ~head.table, head.streams, 0)),
-                     staged.table.eq(pop & head.table)]
+        m.d.sync += [staged.eq(head), staged.table.eq(pop & head.table)]
         m.d.sync += table_credit.eq(table_credit - (pop & head.table & first)
                                     + tables.slot_freed)
         with m.If(pop & head.table & first):
             m.d.sync += table_bank.eq(head_header[28])
         m.d.comb += [tables.write.eq(staged.table), tables.write_row.eq(staged.row),
                      tables.write_data.eq(staged.data)]
-        for index, (unit, credit) in enumerate(zip(units, credits)):
-            took = pop & head.streams[index] & first
-            m.d.sync += credit.eq(credit - took + unit.slot_freed)
-            m.d.comb += [unit.write.eq(staged.streams[index]), unit.write_row.eq(staged.row),
-                         unit.write_data.eq(staged.data)]
-        return m
+        return pop
 
 
 class LinkPair(wiring.Component):

@@ -62,7 +62,7 @@ def flits_of_words(words, link_bytes, flit_bytes):
 
 
 def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
-             tables=None,
+             tables=None, tables_in_band=True,
              idle="random", stall="random", seed=None, deal_frames=True, check_tx=True,
              build_root=None):
     """Run ``frames`` (symbol arrays, dealt to the streams round robin; or ``(stream,
@@ -75,23 +75,30 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     ``latency_cycles`` (the longest any symbol took from ``LinkTx``'s input to
     ``LinkRx``'s output, with no idle cycle and no backpressure: the first symbol of a
     flit waits for the rest of it), ``bit_exact`` (the pair's output, every stream),
-    ``tx_bit_exact`` (``LinkTx``'s flits against the golden writer's), ``seed``.
+    ``tx_bit_exact`` (``LinkTx``'s flits against the golden writer's), ``seed``,
+    ``tables_in_band`` (if not, the tables are fixed at elaboration: no table flit is
+    counted, as none is sent; with them, the first table's flits are, as the golden
+    writer sends them).
     """
     frames = deal(frames, streams) if deal_frames else list(frames)
     pair = LinkPair(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
-                    link_bytes=link_bytes, tables=tables)
+                    link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band)
     tables = pair.tx.tables
     fmt = pair.tx.format
     inputs, expected = link_io(fmt, frames)
-    name = f"link_pair_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}"
+    fixed = "" if tables_in_band else "_fixed"
+    name = f"link_pair_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}{fixed}"
     pause = {"i_config": [{"addr": 0, "data": int(stall != "none")}]}
     result = run_beats(pair, inputs=inputs, expected=expected, idle=idle, stall=stall,
                        seed=seed, build_root=build_root, name=name, config=pause)
     table_flits, per_stream = golden_flits(fmt, frames, tables)
+    if not tables_in_band:
+        table_flits = []           # both ends hold the code from elaboration, nothing sent
     data_flits = [flit for flits in per_stream.values() for flit in flits]
     stats = link_stats(fmt, table_flits + data_flits, frames, tables)
     out = {
         "codec": codec, "streams": streams, "lanes": 1, "flit_bytes": flit_bytes,
+        "tables_in_band": tables_in_band,
         "link_word_bytes": link_bytes,
         "symbols": stats.symbols, "cycles": result["cycles"],
         "symbols_per_cycle": round(stats.symbols / result["cycles"], 4)
@@ -108,10 +115,11 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
         out["mismatch"] = first_mismatch(result)
     if check_tx:
         tx = LinkTx(codec=codec, streams=streams, flit_bytes=flit_bytes,
-                    link_bytes=link_bytes, tables=tables)
+                    link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band)
         tx_result = run_beats(tx, inputs=inputs, expected={}, idle="none", stall="none",
                               seed=result["seed"], build_root=build_root,
-                              name=f"link_tx_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}",
+                              name=f"link_tx_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}"
+                                   f"{fixed}",
                               settle=2 * (512 + len(data_flits) * (flit_bytes // link_bytes + 1)) + 200)
         got = flits_of_words(tx_result["output"]["o"], link_bytes, flit_bytes)
         mine = {index: [] for index in range(streams)}

@@ -240,6 +240,49 @@ def test_sim_link_command(capsys):
     assert report["link_bytes_per_symbol"] == round(report["link_bytes"] / report["symbols"], 4)
 
 
+@pytest.mark.xdist_group("link-qlc-fixed")
+def test_sim_link_fixed_tables(capsys):
+    """``--fixed-tables``: both ends hold the code from elaboration and no table goes on
+    the link; the pair is bit-exact under idle cycles and backpressure, and LinkTx's
+    flits are the golden writer's."""
+    code = main(["sim", "link", "--fixed-tables", "--codec", "qlc", "--streams", "2",
+                 "--json", *map(str, FILES)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert report["bit_exact"] and report["tx_bit_exact"], report["seed"]
+    assert report["tables_in_band"] is False and report["table_flits"] == 0
+    assert report["symbols"] == sum(np.load(path).size for path in FILES)
+
+
+@pytest.mark.xdist_group("link-qlc-fixed")
+def test_rx_with_fixed_tables_drops_table_flits():
+    """A LinkRx without tables in band drops table flits (they change nothing: its code
+    is the elaboration's) and decodes every data flit with its own code, a flit naming
+    bank 1 included (both banks hold it)."""
+    code = _tables("qlc")
+    fmt = LinkFormat("qlc", streams=2, flit_bytes=256)
+    tensor = np.load(FILES[0]).reshape(-1)
+    writer = FlitWriter(fmt)
+    writer.load(code)                                   # bank 0: the elaboration code
+    other = FlitWriter(fmt)
+    other.load(code)
+    stray = other.load(_swapped(code, 0, 1))            # a table flit, for bank 1
+    frames = [tensor[:3000], tensor[3000:3400], tensor[:0], tensor[5000:7000]]
+    flits = writer.frame(frames[0], 0) + stray + writer.frame(frames[1], 1)
+    flits += writer.frame(frames[2], 0)
+    renamed = [FlitHeader(**{**FlitHeader.unpack(flit).__dict__, "bank": 1}).pack()
+               + flit[4:] for flit in writer.frame(frames[3], 1)]
+    flits += stray + renamed
+    assert any(FlitHeader.unpack(flit).codec == fmt.codec_id for flit in renamed)
+    expected = {"o_s0": decoder_beats([frames[0], frames[2]], 1),
+                "o_s1": decoder_beats([frames[1], frames[3]], 1)}
+    rx = LinkRx(codec="qlc", streams=2, tables=code, tables_in_band=False)
+    assert not hasattr(rx, "i_table")
+    result = run_beats(rx, inputs={"i": words_of_flits(flits, 64)}, expected=expected,
+                       idle="random", stall="random", name="link_rx_qlc_s2_fixed")
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+
+
 @pytest.mark.parametrize("options,message", [
     ({"codec": "exponent"}, "codec must be one of 'qlc', 'huffman' in hardware"),
     ({"lanes": 2}, "lanes must be 1"),
@@ -254,6 +297,12 @@ def test_parameters(options, message):
     for block in (LinkTx, LinkRx):
         with pytest.raises(ValueError, match=message):
             block(**options)
+        with pytest.raises(TypeError, match="tables_in_band must be True or False"):
+            block(tables_in_band=1)
+    for tables_in_band in (True, False):
+        tx = LinkTx(tables_in_band=tables_in_band)
+        tx._MustUse__silence = True
+        assert ({"i_table", "o_table"} <= set(tx.signature.members)) is tables_in_band
     for block in (LinkTx(streams=16, link_bytes=8), LinkRx(flit_bytes=64, link_bytes=64)):
         block._MustUse__silence = True            # built to be checked, not elaborated
 
@@ -287,6 +336,15 @@ def test_generate_link_lints_clean(kind, tmp_path, capsys):
     ports = ["s_axis_s1_tdata", "m_axis_tdata"] if kind == "link-tx" else [
         "s_axis_tdata", "m_axis_s1_tuser"]
     assert all(f" {port}" in text for port in ["aclk", "aresetn", *ports])
+    # Tables fixed at elaboration: no table ports, and still clean.
+    assert main(["generate", kind, "--fixed-tables", "--streams", "2", "-o",
+                 str(tmp_path)]) == 0
+    module = f"linkcodec_{kind.replace('-', '_')}_qlc_s2_l1_fixed"
+    capsys.readouterr()
+    result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
+    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
+    text = (tmp_path / f"{module}.v").read_text()
+    assert ("i_table__valid" in text) is False and ("o_table__valid" in text) is False
 
 
 def test_input_ready_does_not_follow_payload_or_output_ready():
