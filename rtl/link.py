@@ -876,10 +876,10 @@ class LinkTx(_LinkBlock):
         feed = Signal(range(IMAGE_MAX + 1))
         result = Signal(table_result_layout)
         delay = Signal(range(TABLE_LEAD_CYCLES + 1))
-        leading = Signal()
-        m.d.comb += leading.eq(state == _TX_TABLE_STATES.index("lead"))
+        # (Each stream's ``fresh`` straight from its register: the table state's decode
+        # fanned out to every stream's length select was the 16-stream critical path.)
         for index, unit in enumerate(streams):
-            m.d.comb += [unit.fresh.eq(fresh[index] & ~leading), unit.fresh_bank.eq(current),
+            m.d.comb += [unit.fresh.eq(fresh[index]), unit.fresh_bank.eq(current),
                          unit.table.payload.eq(writes.payload)]
             with m.If(unit.switched):
                 m.d.sync += fresh[index].eq(0)
@@ -915,17 +915,17 @@ class LinkTx(_LinkBlock):
                     m.d.sync += state.eq(_TX_TABLE_STATES.index("send"))
         with m.Elif(state == _TX_TABLE_STATES.index("send")):
             with m.If(tables.sent):
-                # The table is the newest from here (a reset in the lead lets the streams
-                # take it at once: the receiver then holds their flits until it has it).
-                m.d.sync += [current.eq(target), fresh.eq((1 << p.streams) - 1),
-                             delay.eq(TABLE_LEAD_CYCLES)]
-                m.d.sync += state.eq(_TX_TABLE_STATES.index("lead"))
+                m.d.sync += [delay.eq(TABLE_LEAD_CYCLES),
+                             state.eq(_TX_TABLE_STATES.index("lead"))]
         with m.Elif(state == _TX_TABLE_STATES.index("lead")):
-            # The table flits are out; the streams take the table only after the
-            # receiver has had the time to load it, so it holds no flit for it.
+            # The table flits are out; the table becomes the newest, for the streams to
+            # take, only once the receiver has had the time to load it, so it holds no
+            # flit for it. (A reset in the lead loses the table: the streams stay on
+            # theirs, and the next load goes into the same bank again.)
             m.d.sync += delay.eq(delay - 1)
             with m.If(delay == 0):
-                m.d.sync += state.eq(_TX_TABLE_STATES.index("report"))
+                m.d.sync += [current.eq(target), fresh.eq((1 << p.streams) - 1),
+                             state.eq(_TX_TABLE_STATES.index("report"))]
         with m.Elif(state == _TX_TABLE_STATES.index("report")):
             m.d.comb += self.o_table.valid.eq(1)
             with m.If(self.o_table.ready):
