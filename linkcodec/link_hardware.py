@@ -73,5 +73,5 @@ def link_throughput(*, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_byt
         frames = np.array_split(np.concatenate(later), streams)
     return run_link(frames, codec=codec, streams=streams,
                     flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
-                    tables_in_band=tables_in_band, idle="none", stall="none", seed=1, check_tx=False,
-                    build_root=build_root)
+                    tables_in_band=tables_in_band, idle="none", stall="none", seed=1,
+                    check_tx=False, build_root=build_root)

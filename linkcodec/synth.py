@@ -186,7 +186,7 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
 
     bar = _progress_bar(progress, total=1 + len(seed_list), desc=f"ecp5 {top}")
     try:
-        synth = _cached(run_dir, lambda work: _ecp5_synth(work, sources, script))
+        synth = _cached(run_dir, lambda work: _ecp5_synth(work, sources, top))
         bar.update()
 
         def place(one_seed):
@@ -249,9 +249,10 @@ def gates_nand2(verilog_paths, top, *, build_dir):
 # -- flows ------------------------------------------------------------------------------
 
 
-def _ecp5_script(count, top):
+def _ecp5_script(count, top, options=()):
     reads = "\n".join(f"read_verilog src/{index}.v" for index in range(count))
-    return f"{reads}\nsynth_ecp5 -top {top} -json synth.json\n"
+    return f"{reads}\nsynth_ecp5 {''.join(f'{option} ' for option in options)}-top {top} " \
+           f"-json synth.json\n"
 
 
 def _nextpnr_args(device, speed, freq_mhz, seed):
@@ -267,8 +268,8 @@ def _nextpnr_args(device, speed, freq_mhz, seed):
 _ABC9_STOPPED = "Running ABC command"
 
 
-def _ecp5_synth(work, sources, script):
-    _write_sources(work, sources, script)
+def _ecp5_synth(work, sources, top):
+    _write_sources(work, sources, _ecp5_script(len(sources), top))
     options = []
     try:
         _run("yosys", ["-s", "synth.ys"], cwd=work, log=work / "yosys.log")
@@ -278,7 +279,7 @@ def _ecp5_synth(work, sources, script):
             raise
         os.replace(work / "yosys.log", work / "yosys-abc9-stopped.log")
         options = ["-dff"]
-        (work / "synth.ys").write_text(script.replace("synth_ecp5 ", "synth_ecp5 -dff ", 1))
+        (work / "synth.ys").write_text(_ecp5_script(len(sources), top, options))
         _run("yosys", ["-s", "synth.ys"], cwd=work, log=work / "yosys.log")
     netlist = json.loads((work / "synth.json").read_text())
     cells = {}

@@ -1321,8 +1321,7 @@ class LinkRx(_LinkBlock):
         table = Signal()
         m.d.comb += [routed.eq(Mux(row == 0, stream_field, target)),
                      wanted.eq(Mux(row == 0, ~is_table & (stream_field < p.streams), keep)),
-                     table.eq(Mux(row == 0, is_table, target_table)
-                               & Const(int(p.tables_in_band), 1))]
+                     table.eq(Mux(row == 0, is_table, target_table))]
         tagged_layout = data.StructLayout({"data": p.row_bits, "row": range(p.rows),
                                            "streams": p.streams, "table": 1})
         tagged = Signal(tagged_layout)
@@ -1352,13 +1351,14 @@ class LinkRx(_LinkBlock):
         room = Cat(*[(credit != 0) | ~first for credit in credits])
         dropped, routable = head.streams == 0, (head.streams & room).any()
         staged = Signal(tagged_layout)
+        m.d.sync += staged.eq(head)
         if p.tables_in_band:
-            pop = self._tables_in_band(m, units, queue, head, staged, dropped, routable)
+            pop = self._tables_in_band(m, units, queue, head, first, staged, dropped,
+                                       routable)
         else:
-            # Table flits are dropped (tagged with no stream): the tables are constants.
+            # A table flit has no stream, so it is dropped: the tables are constants.
             pop = queue.r_rdy & (dropped | routable)
             m.d.comb += queue.r_en.eq(pop)
-            m.d.sync += staged.eq(head)
         m.d.sync += staged.streams.eq(Mux(pop & ~head.table, head.streams, 0))
         for index, (unit, credit) in enumerate(zip(units, credits)):
             took = pop & head.streams[index] & first
@@ -1367,7 +1367,7 @@ class LinkRx(_LinkBlock):
                          unit.write_data.eq(staged.data)]
         return m
 
-    def _tables_in_band(self, m, units, queue, head, staged, dropped, routable):
+    def _tables_in_band(self, m, units, queue, head, first, staged, dropped, routable):
         """Table flits to the table unit, and its image through a TableLoader into every
         decoder's idle bank; the routing queue's pop (data flits wait while a table
         flit that their bank is loaded from is in hand)."""
@@ -1410,7 +1410,6 @@ class LinkRx(_LinkBlock):
         # next piece not in) cuts the image short: it is refused.
         table_credit = Signal(init=1)
         table_bank = Signal()                     # of the last table flit routed
-        first = head.row == 0
         head_header = head.data[-32:]
         coded = head_header[30:32] != 0
         names_loading = coded & (head_header[28] == tables.bank)
@@ -1421,7 +1420,7 @@ class LinkRx(_LinkBlock):
         m.d.comb += [queue.r_en.eq(pop),
                      tables.cut.eq(queue.r_rdy & first & ~head.table & table_credit
                                    & names_loading)]
-        m.d.sync += [staged.eq(head), staged.table.eq(pop & head.table)]
+        m.d.sync += staged.table.eq(pop & head.table)
         m.d.sync += table_credit.eq(table_credit - (pop & head.table & first)
                                     + tables.slot_freed)
         with m.If(pop & head.table & first):

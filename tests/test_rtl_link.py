@@ -63,10 +63,15 @@ def test_link_round_trip(codec, streams, flit_bytes, link_bytes):
     assert 0 < result["latency_cycles"] < 4 * fmt.body_bits
 
 
-@pytest.mark.xdist_group("link-qlc")
-def test_link_survives_a_reset_in_mid_stream():
+@pytest.mark.parametrize("tables_in_band", [
+    pytest.param(True, marks=pytest.mark.xdist_group("link-qlc")),
+    # the build test_sim_link_fixed_tables makes (the same tables and name)
+    pytest.param(False, marks=pytest.mark.xdist_group("link-qlc-fixed")),
+])
+def test_link_survives_a_reset_in_mid_stream(tables_in_band):
     codec, streams = "qlc", 2
-    pair = LinkPair(codec=codec, streams=streams, tables=_tables(codec))
+    pair = LinkPair(codec=codec, streams=streams, tables=_tables(codec),
+                    tables_in_band=tables_in_band)
     fmt = pair.tx.format
     rng = np.random.default_rng(9)
     frames = [(index % streams, frame) for index, frame in enumerate(_frames(fmt, rng))]
@@ -74,7 +79,8 @@ def test_link_survives_a_reset_in_mid_stream():
     early, _ = link_io(fmt, [(0, np.load(FILES[1]).reshape(-1)[:5000]),
                              (1, np.load(FILES[2]).reshape(-1)[:5000])])
     result = run_beats(pair, inputs=inputs, expected=expected, idle="random",
-                       stall="random", name="link_pair_qlc_s2_f256_w64",
+                       stall="random",
+                       name="link_pair_qlc_s2_f256_w64" + ("" if tables_in_band else "_fixed"),
                        config={"i_config": [{"addr": 0, "data": 1}]},
                        before_reset=(early, 1500))
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
@@ -307,11 +313,14 @@ def test_parameters(options, message):
         block._MustUse__silence = True            # built to be checked, not elaborated
 
 
-def test_sim_link_refuses_what_the_hardware_lacks(capsys):
+def test_sim_link_refuses_what_the_hardware_lacks(capsys, tmp_path):
     assert main(["sim", "link", "--codec", "exponent", str(FILES[0])]) == 2
     assert "carries qlc and huffman" in capsys.readouterr().err
-    assert main(["sim", "qlc-encoder", "--streams", "2", str(FILES[0])]) == 2
-    assert "an option of `linkcodec sim link`" in capsys.readouterr().err
+    for option in (["--streams", "2"], ["--fixed-tables"]):
+        assert main(["sim", "qlc-encoder", *option, str(FILES[0])]) == 2
+        assert f"{option[0]} is an option of `linkcodec sim link`" in capsys.readouterr().err
+    assert main(["generate", "qlc-encoder", "--fixed-tables", "-o", str(tmp_path)]) == 2
+    assert "--fixed-tables is an option of link-tx and link-rx only" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kind", ["link-tx", "link-rx"])
