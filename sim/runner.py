@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import sys
 from pathlib import Path
 
 __all__ = [
@@ -65,8 +66,35 @@ def verilator_environment():
     # in MAKEFLAGS wins.
     if "OPT_FAST" not in flags:
         flags += " OPT_FAST=-O1"
+    # The runtime library compiled once for every model (sim/objcache.py).
+    if "OBJCACHE" not in flags and "OBJCACHE" not in os.environ:
+        wrapper = _objcache_wrapper()
+        if wrapper is not None:
+            flags += f" OBJCACHE={wrapper}"
     os.environ["MAKEFLAGS"] = flags
     return root
+
+
+def _objcache_wrapper():
+    """The script that make runs as ``OBJCACHE`` (in ``BUILD_ROOT``/verilator-runtime,
+    beside the objects it keeps), or ``None`` where it cannot be written or its path would
+    not survive make's word splitting."""
+    folder = BUILD_ROOT / "verilator-runtime"
+    script = folder / "cxx"
+    if any(char.isspace() or char in "\"'$\\`" for char in f"{script}{sys.executable}"):
+        return None
+    text = (f"#!/bin/sh\n# make's OBJCACHE for Verilator builds (linkcodec.sim.objcache)\n"
+            f"exec \"{sys.executable}\" -m linkcodec.sim.objcache \"{folder}\" \"$@\"\n")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not script.is_file() or script.read_text() != text:
+            partial = script.with_name(f"cxx.{os.getpid()}.partial")
+            partial.write_text(text)
+            partial.chmod(0o755)
+            os.replace(partial, script)
+    except OSError:
+        return None
+    return script
 
 
 def verilog_text(component, *, name):
