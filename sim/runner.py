@@ -17,6 +17,7 @@ import hashlib
 import os
 import shutil
 import sys
+import weakref
 from pathlib import Path
 
 __all__ = [
@@ -97,11 +98,26 @@ def _objcache_wrapper():
     return script
 
 
+#: Verilog already converted in this process, per component object and top name.
+_VERILOG = weakref.WeakKeyDictionary()
+
+
 def verilog_text(component, *, name):
-    """``component`` as Verilog text, its top module called ``name``."""
+    """``component`` as Verilog text, its top module called ``name``.
+
+    The text is kept for as long as the component object lives, so a testbench that runs
+    one component several times converts it once (a 2-stream link pair takes 10 s): a
+    component is not to be changed after its first conversion.
+    """
     from amaranth.back import verilog
 
-    return verilog.convert(component, name=name, emit_src=False)
+    try:
+        kept = _VERILOG.setdefault(component, {})
+    except TypeError:                  # not weakly referable: convert every time
+        kept = {}
+    if name not in kept:
+        kept[name] = verilog.convert(component, name=name, emit_src=False)
+    return kept[name]
 
 
 @contextlib.contextmanager

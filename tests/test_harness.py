@@ -311,3 +311,23 @@ def test_the_protocol_monitor_catches_a_planted_bug_in_a_real_block(seed):
     with pytest.raises(ProtocolError, match="valid fell without a transfer"):
         run_beats(component, inputs=inputs, expected=expected, idle=IDLE, stall=STALL,
                   seed=seed, name="qlc_encoder_l1_bug_valid_fell")
+
+
+def test_verilog_text_converts_a_component_once(monkeypatch):
+    """A component run several times is converted once per top name; another object of
+    the same block is converted again."""
+    from amaranth.back import verilog
+
+    from linkcodec.rtl.qlc import QlcDecoder
+    from linkcodec.sim import runner
+
+    calls = []
+    convert = verilog.convert
+    monkeypatch.setattr(verilog, "convert",
+                        lambda *args, **kwargs: calls.append(1) or convert(*args, **kwargs))
+    block = QlcDecoder(lanes=1)
+    first = runner.verilog_text(block, name="top")
+    assert runner.verilog_text(block, name="top") == first and len(calls) == 1
+    assert "module other" in runner.verilog_text(block, name="other") and len(calls) == 2
+    assert runner.verilog_text(QlcDecoder(lanes=1), name="top") == first
+    assert len(calls) == 3
