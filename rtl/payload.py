@@ -81,8 +81,9 @@ def pack(layout, value):
 
     As ``layout.const(value).as_bits()``: a field's value is cut to its width, a field not
     given is 0, a key the layout lacks is a ``ValueError``. Layouts of plain (unsigned or
-    signed) fields pack by shifts from a plan kept per layout, some 60 times faster than
-    through Amaranth's constants (a testbench packs every beat); other layouts, and values
+    signed) fields pack by shifts from a plan kept per layout, 7 to 18 times faster than
+    through Amaranth's constants (a 512-bit word beat, a 1-lane symbol beat; unpacking 10
+    times), which matters because a testbench packs every beat; other layouts, and values
     of other types, go through Amaranth.
     """
     plan = _plan(layout)

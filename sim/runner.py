@@ -106,7 +106,7 @@ def verilog_text(component, *, name):
     """``component`` as Verilog text, its top module called ``name``.
 
     The text is kept for as long as the component object lives, so a testbench that runs
-    one component several times converts it once (a 2-stream link pair takes 10 s): a
+    one component several times converts it once (a 2-stream link pair takes 4 s): a
     component is not to be changed after its first conversion.
     """
     from amaranth.back import verilog
