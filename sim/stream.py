@@ -31,6 +31,7 @@ import random
 
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
 
 __all__ = ["HOLD_CYCLES", "PATTERNS", "PROTOCOL_RULES", "PortWatcher", "ProtocolMonitor",
            "StreamDriver", "StreamMonitor", "check_pattern", "pause_share", "pauses"]
@@ -103,8 +104,9 @@ PROTOCOL_RULES = {
 class _Port:
     """One stream port and the cycle loop its driver or monitor runs.
 
-    Each cycle: :meth:`_drive` right after the rising edge, then, in the read-only
-    phase, a transfer is seen when valid and ready are both high (:meth:`_took`).
+    Each cycle (its clock's :class:`_Ticker` calls both): :meth:`_drive` right after the
+    rising edge, then, in the read-only phase, a transfer is seen when valid and ready are
+    both high (:meth:`_took`).
     """
 
     def __init__(self, dut, name, clock, *, signals=None):
@@ -114,7 +116,9 @@ class _Port:
         self.valid, self.ready, self.payload = signals
         self.clock = clock
         self.name = name
-        self._task = None
+        self._started = False
+        self._cycle = 0
+        self._since_time = None
         #: The number of the cycle before :meth:`start`'s first: ports started later than
         #: others count on from their clock (the testbench sets it).
         self.first_cycle = 0
@@ -125,24 +129,19 @@ class _Port:
         self.xz_events = []
 
     def start(self):
-        if self._task is None:
-            self._task = cocotb.start_soon(self._run())
+        """Run the port from the next rising edge of its clock on (one cycle loop, a
+        :class:`_Ticker`, serves every started port of a clock)."""
+        if not self._started:
+            self._started = True
+            self._cycle = self.first_cycle
+            _Ticker.of(self.clock).add(self)
         return self
 
     def stop(self):
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
-
-    async def _run(self):
-        cycle = self.first_cycle
-        edge, sample = RisingEdge(self.clock), ReadOnly()
-        while True:
-            await edge
-            cycle += 1
-            self._drive()
-            await sample
-            self._sample(cycle)
+        """Take the port off its clock: it drives and samples nothing more."""
+        if self._started:
+            self._started = False
+            _Ticker.of(self.clock).remove(self)
 
     def _sample(self, cycle):
         """What the port does with a cycle's valid and ready (in the read-only phase)."""
@@ -160,6 +159,55 @@ class _Port:
         self.xz_events.append({"port": self.name, "cycle": cycle, "what": what})
 
 
+class _Ticker:
+    """The cycle loop of every started port of one clock, in one coroutine.
+
+    Each rising edge it calls every port's ``_drive``, then, in the read-only phase, its
+    ``_sample``: two triggers a cycle however many ports run (a coroutine per port took
+    two each, and the scheduler's work for them outweighed the Verilated model's). A port
+    started at some simulation time runs from the first edge after it, as a coroutine
+    started then would; a port stopped between an edge and its read-only phase is not
+    sampled.
+    """
+
+    _by_clock = {}
+
+    @classmethod
+    def of(cls, clock):
+        ticker = cls._by_clock.get(id(clock))
+        if ticker is None or ticker.clock is not clock:
+            ticker = cls._by_clock[id(clock)] = cls(clock)
+        return ticker
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.ports = []
+        self._task = None
+
+    def add(self, port):
+        port._since_time = get_sim_time()
+        self.ports.append(port)
+        if self._task is None or self._task.done():
+            self._task = cocotb.start_soon(self._run())
+
+    def remove(self, port):
+        self.ports.remove(port)
+
+    async def _run(self):
+        edge, sample = RisingEdge(self.clock), ReadOnly()
+        while True:
+            await edge
+            now = get_sim_time()
+            running = [port for port in self.ports if port._since_time < now]
+            for port in running:
+                port._cycle += 1
+                port._drive()
+            await sample
+            for port in running:
+                if port._started:
+                    port._sample(port._cycle)
+
+
 class StreamDriver(_Port):
     """Drives ``beats`` (payload integers) into a stream port.
 
@@ -175,6 +223,7 @@ class StreamDriver(_Port):
         self.rng = rng or random.Random(0)
         self._pauses = pauses(idle, self.rng)
         self.sent = 0
+        self._offered = False     # a beat is on the port, not yet taken
         self.valid.value = 0
 
     @property
@@ -182,16 +231,27 @@ class StreamDriver(_Port):
         return self.sent == len(self.beats)
 
     def _drive(self):
-        if self.sent == len(self.beats):
-            self.valid.value = 0
-        elif self.valid.value == 1 or not next(self._pauses):
+        # A beat on offer stays until it is taken; before each new beat the pattern
+        # may pause (so idle cycles fall between beats, not only before the first).
+        if self._offered:
+            return
+        if self.sent < len(self.beats) and not next(self._pauses):
             self.payload.value = self.beats[self.sent]
             self.valid.value = 1
+            self._offered = True
         else:
             self.valid.value = 0
 
-    def _took(self, cycle):
-        self.sent += 1
+    def _sample(self, cycle):
+        # valid is what _drive wrote: only ready is read (and checked for X or Z).
+        ready = self.ready.value
+        if ready == 1:
+            if self._offered:
+                self.sent += 1
+                self._offered = False
+                self.transfer_cycles.append(cycle)
+        elif not ready.is_resolvable:
+            self._xz(cycle, f"ready is {ready}")
 
 
 class StreamMonitor(_Port):

@@ -145,6 +145,23 @@ def test_inverter_runs_through_the_harness(width, lanes, seed):
     assert result["output"]["o"][0]["symbols"][0] == (1 << width) - 1 - int(stimulus[0][0])
 
 
+@pytest.mark.parametrize("idle,low,high", [(0.3, 0.22, 0.38), ("none", 0.0, 0.0)])
+def test_idle_cycles_fall_between_beats(idle, low, high, seed):
+    """A driver's idle pattern pauses before every beat, not only before the first: with
+    no backpressure, the share of idle cycles among the input's cycles is the pattern's
+    chance (0.3 for 1,000 beats: within 0.08 at more than 5 sigma)."""
+    component = SymbolInverter(lanes=1, width=8)
+    symbols = np.arange(1000, dtype=np.uint16).astype(np.uint8)
+    beats = symbol_beats([symbols], 1)
+    result = run_beats(component, inputs={"i": beats},
+                       expected={"o": symbol_beats([~symbols], 1)},
+                       idle=idle, stall="none", seed=seed, name="test_inverter_8_l1")
+    assert result["bit_exact"], f"seed {seed}"
+    cycles = result["input_cycles"]["i"]
+    idle_share = 1 - len(cycles) / (cycles[-1] - cycles[0] + 1)
+    assert low <= idle_share <= high, (idle_share, f"seed {seed}")
+
+
 def test_the_scoreboard_catches_a_wrong_beat(seed):
     """A harness that could not fail would prove nothing: one wrong expected symbol."""
     component = SymbolInverter(lanes=1, width=8)
