@@ -107,7 +107,7 @@ def _slices(counts, taken, cycles):
 
 def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, seed=None,
               build_root=None, name="block", settle=8, simulator="verilator",
-              before_reset=None):
+              before_reset=None, watch=None):
     """Build ``component`` and run it on ``inputs``, scoring against ``expected``.
 
     ``inputs`` and ``expected`` map stream port names to beats (dicts of the port's
@@ -126,6 +126,12 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
     dropped (``dropped_at_reset`` counts it per output port), and only then do
     ``inputs`` stream and ``expected`` get scored. The config is not loaded again: the
     tables must outlive the reset.
+
+    ``watch`` maps the names of streams inside the design to their payload layouts:
+    signals ``NAME__valid``, ``NAME__ready`` and ``NAME__payload`` of the top module that
+    the design drives and takes itself (``LinkPair``'s ``o`` is LinkTx's link side). The
+    testbench only observes them; ``watched`` in the result holds each one's transferred
+    payloads, unpacked.
 
     ``simulator`` is ``"verilator"`` or ``"icarus"``; each has its own build directory.
     An X or Z on a port that is read raises :class:`XZValueError`; a break of the
@@ -156,11 +162,12 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
                               in_ports=in_ports, out_ports=out_ports, inputs=inputs,
                               expected=expected, config=config, idle=idle, stall=stall,
                               seed=seed, settle=settle, early=early,
-                              early_cycles=early_cycles)
+                              early_cycles=early_cycles, watch=dict(watch or {}))
 
 
 def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
-                   inputs, expected, config, idle, stall, seed, settle, early, early_cycles):
+                   inputs, expected, config, idle, stall, seed, settle, early, early_cycles,
+                   watch):
     """:func:`run_beats` once the build folder is this process's alone."""
     sim = runner.build(text, name="top", build_dir=build_dir, simulator=simulator)
 
@@ -178,6 +185,7 @@ def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
                    for port in streams],
         "outputs": [{"port": port, "expected": packed(port, expected.get(port, ())),
                      "stall": stall} for port in out_ports],
+        "watch": list(watch),
     }
     if early:
         case["before_reset"] = {"cycles": int(early_cycles), "inputs": [
@@ -223,6 +231,8 @@ def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
         "output_cycles": output_cycles,
         "cycles": _span([cycles[0] for cycles in input_cycles.values() if cycles],
                         [cycles[-1] for cycles in output_cycles.values() if cycles]),
+        "watched": {stream: [unpack(layout, beat) for beat in result["watched"][stream]]
+                    for stream, layout in watch.items()},
         "dropped_at_reset": result.get("dropped_at_reset", {}),
         "taken_before_reset": result.get("taken_before_reset", {}),
         "seed": seed,

@@ -34,7 +34,8 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
 __all__ = ["HOLD_CYCLES", "PATTERNS", "PROTOCOL_RULES", "PortWatcher", "ProtocolMonitor",
-           "StreamDriver", "StreamMonitor", "check_pattern", "pause_share", "pauses"]
+           "StreamDriver", "StreamMonitor", "StreamWatcher", "check_pattern", "pause_share",
+           "pauses"]
 
 #: The named idle and backpressure patterns (a number is a random pattern of its own).
 PATTERNS = ("none", "random", "bursty", "hold")
@@ -385,6 +386,19 @@ class PortWatcher(_Port):
 
     def _took(self, cycle):
         pass
+
+
+class StreamWatcher(PortWatcher):
+    """Keeps the payload of every transfer of a stream that the design drives and takes
+    itself (a link between two blocks inside the top module), in :attr:`beats`, without
+    driving anything."""
+
+    def __init__(self, dut, name, clock):
+        super().__init__(dut, name, clock)
+        self.beats = []
+
+    def _took(self, cycle):
+        self.beats.append(self.payload.value.to_unsigned())
 
 
 class ProtocolMonitor(StreamMonitor):

@@ -10,7 +10,8 @@ scoreboard), and writes what it saw to ``LINKCODEC_RESULT``. Every output is als
 checked against the stream rules (:class:`~linkcodec.sim.stream.StreamMonitor`:
 ``protocol_events`` in the result). With ``before_reset`` in the case, other inputs
 stream first and the block is reset in mid-stream (:meth:`TB.run_then_reset`); only what
-comes after the reset is scored. In a 4-state simulator it also fails on any X or Z in a
+comes after the reset is scored. Streams inside the design named in ``watch`` are only
+observed: the payload of each of their transfers goes into the result. In a 4-state simulator it also fails on any X or Z in a
 valid, a ready or a transferred payload (``xz_events`` in the result).
 """
 
@@ -22,7 +23,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from linkcodec.sim.stream import StreamDriver, StreamMonitor
+from linkcodec.sim.stream import StreamDriver, StreamMonitor, StreamWatcher
 
 
 class TB:
@@ -45,6 +46,8 @@ class TB:
             for port in case["outputs"]}
         self.configs = [StreamDriver(dut, port["port"], dut.clk, port["beats"])
                         for port in case["config"]]
+        self.watchers = {name: StreamWatcher(dut, name, dut.clk)
+                         for name in case.get("watch", ())}
         self.dropped, self.early_taken = {}, {}
 
     async def reset(self):
@@ -90,7 +93,7 @@ class TB:
         self.dut.rst.value = 1
         await ClockCycles(self.dut.clk, 2)
         self.dut.rst.value = 0
-        for sink in self.sinks.values():
+        for sink in [*self.sinks.values(), *self.watchers.values()]:
             self.dropped[sink.name] = len(sink.beats)
             sink.beats.clear()
             sink.transfer_cycles.clear()
@@ -112,7 +115,7 @@ async def run_case(dut):
     await tb.reset()
     await tb.load_config()
 
-    for sink in tb.sinks.values():
+    for sink in [*tb.sinks.values(), *tb.watchers.values()]:
         sink.start()
     before = case.get("before_reset")
     if before:
@@ -131,11 +134,12 @@ async def run_case(dut):
     # A few more cycles catch anything the block emits beyond the expectation.
     await ClockCycles(dut.clk, case["settle"])
     await ReadOnly()
-    for port in [*tb.sources.values(), *tb.sinks.values()]:
+    for port in [*tb.sources.values(), *tb.sinks.values(), *tb.watchers.values()]:
         port.stop()
 
     result = {
         "output": {name: sink.beats for name, sink in tb.sinks.items()},
+        "watched": {name: watcher.beats for name, watcher in tb.watchers.items()},
         "input_sent": {name: source.sent for name, source in tb.sources.items()},
         "input_cycles": {name: source.transfer_cycles for name, source in tb.sources.items()},
         "output_cycles": {name: sink.transfer_cycles for name, sink in tb.sinks.items()},

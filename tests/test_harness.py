@@ -162,6 +162,42 @@ def test_idle_cycles_fall_between_beats(idle, low, high, seed):
     assert low <= idle_share <= high, (idle_share, f"seed {seed}")
 
 
+
+class TwoInverters(wiring.Component):
+    """Two :class:`SymbolInverter` stages in a row: the stream between them is ``mid``
+    in the top module (its signals ``mid__valid``, ``mid__ready``, ``mid__payload``)."""
+
+    def __init__(self):
+        self.first = SymbolInverter(lanes=1, width=8)
+        self.second = SymbolInverter(lanes=1, width=8)
+        super().__init__({"i": In(stream.Signature(self.first.i.payload.shape())),
+                          "o": Out(stream.Signature(self.second.o.payload.shape()))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.first, m.submodules.second = self.first, self.second
+        mid = stream.Signature(self.first.o.payload.shape()).create(path=("mid",))
+        wiring.connect(m, wiring.flipped(self.i), self.first.i)
+        wiring.connect(m, self.first.o, wiring.flipped(mid))
+        wiring.connect(m, mid, self.second.i)
+        wiring.connect(m, self.second.o, wiring.flipped(self.o))
+        return m
+
+
+def test_a_stream_inside_the_design_is_watched(seed):
+    """``watch``: the payloads that crossed an inner stream, in order, under idle cycles
+    and backpressure (the inverted symbols, which no port carries)."""
+    component = TwoInverters()
+    symbols = np.arange(300, dtype=np.uint16).astype(np.uint8)
+    layout = component.first.o.payload.shape()
+    result = run_beats(component, inputs={"i": symbol_beats([symbols], 1)},
+                       expected={"o": symbol_beats([symbols], 1)}, idle=IDLE,
+                       stall=STALL, seed=seed, name="test_two_inverters",
+                       watch={"mid": layout})
+    assert result["bit_exact"], f"seed {seed}"
+    assert result["watched"]["mid"] == symbol_beats([~symbols], 1), f"seed {seed}"
+
+
 def test_the_scoreboard_catches_a_wrong_beat(seed):
     """A harness that could not fail would prove nothing: one wrong expected symbol."""
     component = SymbolInverter(lanes=1, width=8)
