@@ -246,7 +246,7 @@ def check_reset_mid_stream(block, lanes, *, pattern, seed, cycles=None):
     return result
 
 
-def check_ready_independence(block, lanes, *, seed, cycles=400):
+def check_ready_independence(block, lanes, *, seed, cycles=240):
     """In Amaranth's simulator, with the block's own golden input beats offered on every
     input port and the outputs stalled in long runs: in every cycle each input port's
     ``ready`` reads the same with every output ``ready`` low and high. Returns how many
