@@ -117,7 +117,7 @@ class _Port:
         self.valid, self.ready, self.payload = signals
         self.clock = clock
         self.name = name
-        self._started = False
+        self._ticker = None       # the cycle loop running the port (None: stopped)
         self._cycle = 0
         self._since_time = None
         #: The number of the cycle before :meth:`start`'s first: ports started later than
@@ -132,17 +132,17 @@ class _Port:
     def start(self):
         """Run the port from the next rising edge of its clock on (one cycle loop, a
         :class:`_Ticker`, serves every started port of a clock)."""
-        if not self._started:
-            self._started = True
+        if self._ticker is None:
             self._cycle = self.first_cycle
-            _Ticker.of(self.clock).add(self)
+            self._ticker = _Ticker.of(self.clock)
+            self._ticker.add(self)
         return self
 
     def stop(self):
         """Take the port off its clock: it drives and samples nothing more."""
-        if self._started:
-            self._started = False
-            _Ticker.of(self.clock).remove(self)
+        if self._ticker is not None:
+            self._ticker.remove(self)
+            self._ticker = None
 
     def _sample(self, cycle):
         """What the port does with a cycle's valid and ready (in the read-only phase)."""
@@ -175,10 +175,10 @@ class _Ticker:
 
     @classmethod
     def of(cls, clock):
-        ticker = cls._by_clock.get(id(clock))
-        if ticker is None or ticker.clock is not clock:
-            ticker = cls._by_clock[id(clock)] = cls(clock)
-        return ticker
+        """The ticker of ``clock`` (a signal handle), made at its first use."""
+        if clock not in cls._by_clock:
+            cls._by_clock[clock] = cls(clock)
+        return cls._by_clock[clock]
 
     def __init__(self, clock):
         self.clock = clock
@@ -205,7 +205,7 @@ class _Ticker:
                 port._drive()
             await sample
             for port in running:
-                if port._started:
+                if port._ticker is self:
                     port._sample(port._cycle)
 
 

@@ -11,8 +11,9 @@ checked against the stream rules (:class:`~linkcodec.sim.stream.StreamMonitor`:
 ``protocol_events`` in the result). With ``before_reset`` in the case, other inputs
 stream first and the block is reset in mid-stream (:meth:`TB.run_then_reset`); only what
 comes after the reset is scored. Streams inside the design named in ``watch`` are only
-observed: the payload of each of their transfers goes into the result. In a 4-state simulator it also fails on any X or Z in a
-valid, a ready or a transferred payload (``xz_events`` in the result).
+observed: the payload of each of their transfers goes into the result. In a 4-state
+simulator it also fails on any X or Z in a valid, a ready or a transferred payload
+(``xz_events`` in the result).
 """
 
 import json
