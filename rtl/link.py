@@ -68,8 +68,21 @@ error beats, never other symbols, until a table is loaded again.
 ``tables_in_band=False`` leaves all of this out: both ends keep the elaboration tables,
 which synthesis then folds into constants.
 
-Limits of this version: 1 lane a stream, the QLC and Huffman codecs. The exponent codec
-and wider streams follow.
+**bf16 (the exponent codec).** A stream takes a bf16 value a beat. Its cutter reads no
+length table: a value takes 11 bits, and 8 more if its exponent is none of its table's 7
+(registers of both banks, compared at once); a coded flit's body is the values, rounded up
+to a byte, then the escape bytes (the golden ``flit_bits``). The stream's encoder and
+decoder are the 4-lane :class:`~linkcodec.rtl.exponent.ExponentRemapEncoder` and
+:class:`~linkcodec.rtl.exponent.ExponentRemapDecoder` (64-bit words), given and giving a
+value a beat. LinkTx writes a coded flit's values words 16 bits a cycle, then its escape
+bytes, which a queue of :data:`ESCAPE_QUEUE_DEPTH` holds meanwhile (a flit's escapes all
+fit: the encoder never waits on them); LinkRx reads the values 16 bits a cycle into the
+decoder's 64-bit words and the escapes a byte a word, each into a small queue of its own,
+one or the other a cycle, so neither of the decoder's ports waits on the other; the
+decoder's beats go out a value a beat. A raw flit carries the values' two bytes, high byte
+first.
+
+Limits of this version: 1 lane a stream (a symbol, or a bf16 value, a cycle).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
@@ -78,10 +91,12 @@ from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..golden.exponent import TABLE_SIZE, VALUE_BITS, ExponentTable
 from ..golden.huffman import HuffmanCodebook
 from ..golden.link import CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, LinkFormat, canonical_qlc
 from ..golden.qlc import QlcCode
-from . import huffman, qlc
+from . import exponent, huffman, qlc
+from .exponent import ExponentRemapDecoder, ExponentRemapEncoder
 from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
 from .bitpack import RegisterSlice, mux_tree
 from .payload import config_write_layout, symbol_layout, word_layout
@@ -91,12 +106,19 @@ from .table_loader import IMAGE_BYTES, TableLoader, image_byte_layout, loader_wr
 __all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "LINK_WORD_WIDTH", "LinkTx", "LinkRx",
            "LinkPair", "link_tables"]
 
-#: Codecs the link hardware carries (the golden model carries the exponent codec too).
-LINK_CODECS = ("qlc", "huffman")
+#: Codecs the link hardware carries.
+LINK_CODECS = ("qlc", "huffman", "exponent")
 #: Bytes a link word carries by default (a cycle of a UCIe x16 link at 32 GT/s, 1 GHz).
 DEFAULT_LINK_BYTES = 64
 #: Width of the coded words between a stream's codec block and its flit buffer.
 LINK_WORD_WIDTH = 16
+#: The exponent codec's blocks in a stream: their lanes (the fewest they take; a stream
+#: gives them a value a beat) and word width (their default at those lanes).
+EXPONENT_LANES = 4
+EXPONENT_WORD_WIDTH = exponent.default_word_width(EXPONENT_LANES)
+#: Escape bytes LinkTx's exponent stream holds while it writes a flit's values (a coded
+#: flit holds at most 76, at 256 bytes).
+ESCAPE_QUEUE_DEPTH = 128
 #: Symbols the chunk queue of a stream holds (more than a raw flit's, as it must).
 CHUNK_QUEUE_DEPTH = 512
 #: Streams whose rows LinkTx's link side first selects among into a register of their
@@ -127,11 +149,16 @@ LINK_OUT_DEPTH = 8
 
 def link_tables(codec, tables=None):
     """The tables a link of ``codec`` holds: ``tables`` (a :class:`QlcCode` made
-    canonical, or a canonical :class:`HuffmanCodebook`), or the codec's default."""
+    canonical, a canonical :class:`HuffmanCodebook` or an :class:`ExponentTable`), or
+    the codec's default."""
     if codec == "qlc":
         return canonical_qlc(QlcCode.base() if tables is None else tables)
     if codec == "huffman":
         return check_codebook(default_codebook() if tables is None else tables)
+    if codec == "exponent":
+        if tables is not None and not isinstance(tables, ExponentTable):
+            raise TypeError(f"tables must be an ExponentTable, not {type(tables).__name__}")
+        return exponent.DEFAULT_TABLE if tables is None else tables
     raise ValueError(f"codec must be one of {', '.join(map(repr, LINK_CODECS))}, not "
                      f"{codec!r}")
 
@@ -143,7 +170,7 @@ def _code_lengths(codec, tables):
 
 
 def _codec_module(codec):
-    return qlc if codec == "qlc" else huffman
+    return {"qlc": qlc, "huffman": huffman, "exponent": exponent}[codec]
 
 
 def _sliced_loader(m, codec, block):
@@ -162,10 +189,16 @@ def _sliced_loader(m, codec, block):
     return image_slice.i, writes, end
 
 
-def _blocks(codec):
-    if codec == "qlc":
-        return qlc.QlcEncoder, qlc.QlcDecoder
-    return HuffmanEncoder, HuffmanDecoder
+def _block(codec, kind, tables):
+    """A stream's ``kind`` (``"encoder"`` or ``"decoder"``) of ``codec``, holding
+    ``tables``."""
+    if codec == "exponent":
+        block = {"encoder": ExponentRemapEncoder, "decoder": ExponentRemapDecoder}[kind]
+        return block(lanes=EXPONENT_LANES, word_width=EXPONENT_WORD_WIDTH, tables=tables)
+    block = {("qlc", "encoder"): qlc.QlcEncoder, ("qlc", "decoder"): qlc.QlcDecoder,
+             ("huffman", "encoder"): HuffmanEncoder,
+             ("huffman", "decoder"): HuffmanDecoder}[codec, kind]
+    return block(lanes=1, word_width=LINK_WORD_WIDTH, tables=tables)
 
 
 class _Params:
@@ -185,9 +218,10 @@ class _Params:
                 or link_bytes > flit_bytes):
             raise ValueError(f"link_bytes must be a power of two from 8 to flit_bytes "
                              f"({flit_bytes}), not {link_bytes!r}")
-        if tables is not None and not isinstance(tables, (QlcCode, HuffmanCodebook)):
-            raise TypeError(f"tables must be a QlcCode or a HuffmanCodebook, not "
-                            f"{type(tables).__name__}")
+        if tables is not None and not isinstance(tables, (QlcCode, HuffmanCodebook,
+                                                          ExponentTable)):
+            raise TypeError(f"tables must be a QlcCode, a HuffmanCodebook or an "
+                            f"ExponentTable, not {type(tables).__name__}")
         if not isinstance(tables_in_band, bool):
             raise TypeError(f"tables_in_band must be True or False, not {tables_in_band!r}")
         self.codec, self.streams, self.lanes = codec, streams, lanes
@@ -199,6 +233,7 @@ class _Params:
         self.piece_bytes = min(link_bytes, LINK_PIECE_BYTES)
         self.pieces = flit_bytes // self.piece_bytes    # LinkTx's buffer rows a flit
         self.piece_bits = 8 * self.piece_bytes
+        self.symbol_bits = 8 * self.fmt.symbol_bytes       # 16 for bf16 (exponent)
 
 
 def _checked(component, **params):
@@ -283,7 +318,7 @@ class _TxStream(wiring.Component):
     def __init__(self, params, index):
         self._params, self._index = params, index
         super().__init__({
-            "i": In(stream.Signature(symbol_layout(1))),
+            "i": In(stream.Signature(symbol_layout(1, width=params.symbol_bits))),
             **_flit_source(params),
             # Tables in band (see LinkTx): the loader's writes into the idle banks of the
             # encoder and the cutter's lengths (taken when ``table_ready``); ``fresh``:
@@ -306,6 +341,9 @@ class _TxStream(wiring.Component):
         fmt = p.fmt
         body_bits, raw_symbols = fmt.body_bits, fmt.raw_symbols
         coded_id = CODECS.index(p.codec)
+        bf16 = p.codec == "exponent"
+        symbol_bits = p.symbol_bits
+        raw_shift = (8 * fmt.symbol_bytes).bit_length() - 1      # raw bits a symbol, log2
 
         # Banks. The encoder's active bank and the link bank of its table outlive a reset
         # (they name tables); the cutter runs ahead of the encoder, so it takes a fresh
@@ -322,21 +360,8 @@ class _TxStream(wiring.Component):
         m.d.comb += self.caught_up.eq(~ahead)
 
         # -- 1. the cutter ------------------------------------------------------------
-        # The code lengths of both banks side by side (bank 1 in the top 5 bits), read at
-        # once and selected after the read: the bank select is not in the read's address.
-        m.submodules.lengths = lengths = Memory(
-            shape=unsigned(10), depth=256,
-            init=[length | length << 5 for length in _code_lengths(p.codec, p.tables)])
-        length_read = lengths.read_port(domain="comb")
-        if p.tables_in_band:              # (else a ROM: nothing drives ``table``)
-            length_write = lengths.write_port(granularity=5)
-            length_written = self.table.valid & (self.table.payload.addr < 256)
-            m.d.comb += [length_write.addr.eq(self.table.payload.addr[:8]),
-                         length_write.data.eq(Cat(self.table.payload.length,
-                                                  self.table.payload.length)),
-                         length_write.en.eq(Cat(length_written & enc_active,  # idle: 0
-                                                length_written & ~enc_active))]
-        m.submodules.chunks = chunks = SyncFIFOBuffered(width=10, depth=CHUNK_QUEUE_DEPTH)
+        m.submodules.chunks = chunks = SyncFIFOBuffered(width=symbol_bits + 2,
+                                                        depth=CHUNK_QUEUE_DEPTH)
         m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=4)     # 1 = raw
         info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1,
                                          "bank": 1})
@@ -348,6 +373,15 @@ class _TxStream(wiring.Component):
         count = Signal(12)                # its symbols
         coded = Signal()                  # its choice is known: coded
         new_acc = Signal(12)
+        if bf16:
+            value_bits = Signal(12)       # the chunk's values' bits (11 a value)
+            escape_bits = Signal(12)      # ... and its escapes' (8 an escape)
+            new_value_bits = Signal(12)
+            new_escape_bits = Signal(12)
+            restart = [value_bits.eq(0), escape_bits.eq(0)]
+            step = [value_bits.eq(new_value_bits), escape_bits.eq(new_escape_bits)]
+        else:
+            restart = step = []
         # Between frames the cutter takes a fresh table at once.
         take_fresh = ~in_frame & self.fresh & ~ahead
         # Chunks (their modes) cut so far, and at a fresh table's taking how many came
@@ -357,8 +391,47 @@ class _TxStream(wiring.Component):
         m.d.comb += [cut_bank.eq(Mux(take_fresh, ~enc_active, enc_active ^ ahead)),
                      cut_tag.eq(Mux(take_fresh, self.fresh_bank,
                                     Mux(ahead, ahead_tag, enc_tag)))]
-        m.d.comb += [length_read.addr.eq(symbol),
-                     new_acc.eq(acc + Mux(cut_bank, length_read.data[5:], length_read.data[:5]))]
+        if bf16:
+            # A value's 11 bits, and 8 more if its exponent is none of the table's 7 (an
+            # escape); the values' bits are rounded up to a byte, the escapes follow
+            # (the golden flit_bits). Both banks' exponents are registers, compared at
+            # once and selected after the compare; loads write the idle bank.
+            banks = [[Signal(8, init=value, reset_less=True, name=f"exponent{bank}_{code}")
+                      for code, value in enumerate(p.tables.exponents)] for bank in range(2)]
+            if p.tables_in_band:          # (else constants: nothing drives ``table``)
+                for bank, exponents in enumerate(banks):
+                    for code, register in enumerate(exponents):
+                        with m.If(self.table.valid & (self.table.payload.addr == code)
+                                  & (enc_active != bank)):
+                            m.d.sync += register.eq(self.table.payload.data)
+            field = symbol[VALUE_BITS - 4:VALUE_BITS + 4]        # bits 7..14
+            escaped = [~Cat(*[field == register for register in exponents]).any()
+                       for exponents in banks]
+            rounded = Signal(13)
+            m.d.comb += [new_value_bits.eq(value_bits + VALUE_BITS),
+                         new_escape_bits.eq(escape_bits + Mux(Mux(cut_bank, escaped[1],
+                                                                  escaped[0]), 8, 0)),
+                         rounded.eq(new_value_bits + 7),
+                         new_acc.eq(Cat(Const(0, 3), rounded[3:]) + new_escape_bits)]
+        else:
+            # The code lengths of both banks side by side (bank 1 in the top 5 bits), read
+            # at once and selected after the read: the bank select is not in the read's
+            # address.
+            m.submodules.lengths = lengths = Memory(
+                shape=unsigned(10), depth=256,
+                init=[length | length << 5 for length in _code_lengths(p.codec, p.tables)])
+            length_read = lengths.read_port(domain="comb")
+            if p.tables_in_band:              # (else a ROM: nothing drives ``table``)
+                length_write = lengths.write_port(granularity=5)
+                length_written = self.table.valid & (self.table.payload.addr < 256)
+                m.d.comb += [length_write.addr.eq(self.table.payload.addr[:8]),
+                             length_write.data.eq(Cat(self.table.payload.length,
+                                                      self.table.payload.length)),
+                             length_write.en.eq(Cat(length_written & enc_active,  # idle: 0
+                                                    length_written & ~enc_active))]
+            m.d.comb += [length_read.addr.eq(symbol),
+                         new_acc.eq(acc + Mux(cut_bank, length_read.data[5:],
+                                              length_read.data[:5]))]
         space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
         m.d.sync += written.eq(written + modes.w_en)
         with m.If(self.i.valid & self.i.ready):
@@ -370,7 +443,7 @@ class _TxStream(wiring.Component):
         over = new_acc > body_bits
         cut = has & Mux(coded, over, (count == raw_symbols) & over)
         decide = has & ~coded & (count == raw_symbols) & ~over
-        entry = Signal(data.StructLayout({"symbol": 8, "has": 1, "end": 1}))
+        entry = Signal(data.StructLayout({"symbol": symbol_bits, "has": 1, "end": 1}))
         info = Signal(info_layout)
         m.d.comb += [chunks.w_data.eq(entry), infos.w_data.eq(info),
                      self.i.ready.eq(space & ~cut)]
@@ -378,20 +451,21 @@ class _TxStream(wiring.Component):
         def close(*, raw, count_, bits_, last):
             m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
                          info.last.eq(last), info.bank.eq(cut_tag), infos.w_en.eq(1)]
-            m.d.sync += [acc.eq(0), count.eq(0), coded.eq(0)]
+            m.d.sync += [acc.eq(0), count.eq(0), coded.eq(0), *restart]
 
         with m.If(self.i.valid & space):
             with m.If(cut):
                 # A marker entry ends the chunk; the symbol is taken next cycle.
                 m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunks.w_en.eq(1)]
                 m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(~coded)]
-                close(raw=~coded, count_=count, bits_=Mux(coded, acc, count << 3), last=0)
+                close(raw=~coded, count_=count, bits_=Mux(coded, acc, count << raw_shift),
+                      last=0)
             with m.Else():
                 m.d.comb += [entry.symbol.eq(symbol), entry.has.eq(has),
                              entry.end.eq(self.i.payload.last),
                              chunks.w_en.eq(has | self.i.payload.last)]
                 with m.If(has):
-                    m.d.sync += [acc.eq(new_acc), count.eq(count + 1)]
+                    m.d.sync += [acc.eq(new_acc), count.eq(count + 1), *step]
                 with m.If(decide):
                     m.d.sync += coded.eq(1)
                     m.d.comb += [modes.w_data.eq(0), modes.w_en.eq(1)]
@@ -401,12 +475,11 @@ class _TxStream(wiring.Component):
                     with m.If(~now_coded):
                         m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(1)]
                     close(raw=~now_coded, count_=total,
-                          bits_=Mux(now_coded, Mux(has, new_acc, acc), total << 3), last=1)
+                          bits_=Mux(now_coded, Mux(has, new_acc, acc), total << raw_shift),
+                          last=1)
 
         # -- 2, 3. the reader: chunks to the encoder, or round it ----------------------
-        encoder_class, _ = _blocks(p.codec)
-        m.submodules.encoder = encoder = encoder_class(
-            lanes=1, word_width=LINK_WORD_WIDTH, tables=p.tables)
+        m.submodules.encoder = encoder = _block(p.codec, "encoder", p.tables)
         m.submodules.body_modes = body_modes = SyncFIFOBuffered(width=1, depth=4)
         reading = Signal()
         raw = Signal()
@@ -414,7 +487,7 @@ class _TxStream(wiring.Component):
         # The block RAM's read data comes late in the cycle (ECP5's DP16KD without its
         # output register): a small queue of flip-flops behind it gives the reader its
         # head from a register.
-        m.submodules.chunk_head = queued = SyncFIFOBuffered(width=10, depth=4)
+        m.submodules.chunk_head = queued = SyncFIFOBuffered(width=symbol_bits + 2, depth=4)
         m.d.comb += [queued.w_data.eq(chunks.r_data), queued.w_en.eq(chunks.r_rdy),
                      chunks.r_en.eq(queued.w_rdy), head.eq(queued.r_data)]
         raw_valid = Signal()
@@ -449,7 +522,7 @@ class _TxStream(wiring.Component):
             taken = Mux(raw, raw_ready, encoder.i.ready)
             m.d.comb += [
                 encoder.i.valid.eq(~raw & queued.r_rdy),
-                encoder.i.payload.symbols[0].eq(head.symbol),
+                encoder.i.payload.symbols.eq(head.symbol),    # (the other lanes 0)
                 encoder.i.payload.count.eq(head.has),
                 encoder.i.payload.last.eq(head.end),
                 raw_valid.eq(raw & queued.r_rdy),
@@ -486,6 +559,53 @@ class _TxStream(wiring.Component):
         finishing = Signal()
         word = encoder.o.payload
         row_of = slot * rows + position // piece_bytes
+
+        def write_exponent():
+            """A coded bf16 flit: its values words (64 bits, written 16 bits a cycle from
+            the body's start), then its escape bytes from the byte after the values (the
+            encoder sends them beside the values; a queue holds them meanwhile). The
+            values' last word may write a byte of zeros past them, which the first
+            escape then overwrites; the bytes past the escapes are not the flit's."""
+            with m.If(escaping):
+                with m.If(escape_queue.r_rdy):
+                    m.d.comb += escape_queue.r_en.eq(1)
+                    escape = escape_queue.r_data
+                    with m.If(escape[8]):
+                        m.d.sync += [write_addr.eq(row_of),
+                                     write_word.eq(Cat(escape[:8], escape[:8])),
+                                     write_en.eq(_byte_enables(position, 1, piece_bytes)),
+                                     position.eq(position + 1)]
+                    with m.If(escape[9]):
+                        m.d.sync += [escaping.eq(0), finishing.eq(1)]
+            with m.Elif(encoder.o.valid):
+                # The word's last piece: the one that reaches its bits.
+                final_piece = Cat(Const(0, 4), piece + 1) >= word.bits
+                m.d.sync += [write_addr.eq(row_of),
+                             write_word.eq(word.data.word_select(~piece, 16)),
+                             write_en.eq(_byte_enables(position, 2, piece_bytes)),
+                             position.eq(position + 2), piece.eq(piece + 1)]
+                with m.If(final_piece):
+                    m.d.comb += encoder.o.ready.eq(1)
+                    m.d.sync += piece.eq(0)
+                    with m.If(word.last):
+                        # The escapes start at the byte after the values' last bit.
+                        m.d.sync += [escaping.eq(1),
+                                     position.eq(position - (piece << 1)
+                                                 + ((word.bits + 7) >> 3))]
+
+        if bf16:
+            # The escapes word of each beat (a value a beat: one byte, or none) as a byte
+            # with ``has`` and ``last``.
+            m.submodules.escapes = escape_queue = SyncFIFOBuffered(
+                width=10, depth=ESCAPE_QUEUE_DEPTH)
+            escapes = encoder.o_escapes
+            m.d.comb += [escape_queue.w_data.eq(Cat(escapes.payload.data[-8:],
+                                                    escapes.payload.bits != 0,
+                                                    escapes.payload.last)),
+                         escape_queue.w_en.eq(escapes.valid),
+                         escapes.ready.eq(escape_queue.w_rdy)]
+            piece = Signal(2)             # the 16-bit piece of the values word written next
+            escaping = Signal()           # the values are written; the escapes go next
         with m.If(~writing):
             with m.If(body_modes.r_rdy & ~full.bit_select(slot, 1)):
                 m.d.comb += body_modes.r_en.eq(1)
@@ -509,21 +629,25 @@ class _TxStream(wiring.Component):
             with m.If(raw_valid):
                 with m.If(head.has):
                     m.d.sync += [write_addr.eq(row_of),
-                                 write_word.eq(Cat(head.symbol, head.symbol)),
-                                 write_en.eq(_byte_enables(position, 1, piece_bytes))]
-                    m.d.sync += position.eq(position + 1)
+                                 write_word.eq(Cat(*[head.symbol] * (16 // symbol_bits))),
+                                 write_en.eq(_byte_enables(position, symbol_bits // 8,
+                                                           piece_bytes))]
+                    m.d.sync += position.eq(position + symbol_bits // 8)
                 with m.If(head.end):
                     m.d.sync += finishing.eq(1)
         with m.Else():
-            # The encoder pads its last word with zeros (BitPacker), so every byte
-            # before ``position`` is the flit's.
-            m.d.comb += encoder.o.ready.eq(1)
-            with m.If(encoder.o.valid):
-                m.d.sync += [write_addr.eq(row_of), write_word.eq(word.data),
-                             write_en.eq(_byte_enables(position, 2, piece_bytes))]
-                m.d.sync += position.eq(position + 2)
-                with m.If(word.last):
-                    m.d.sync += finishing.eq(1)
+            if bf16:
+                write_exponent()
+            else:
+                # The encoder pads its last word with zeros (BitPacker), so every byte
+                # before ``position`` is the flit's.
+                m.d.comb += encoder.o.ready.eq(1)
+                with m.If(encoder.o.valid):
+                    m.d.sync += [write_addr.eq(row_of), write_word.eq(word.data),
+                                 write_en.eq(_byte_enables(position, 2, piece_bytes))]
+                    m.d.sync += position.eq(position + 2)
+                    with m.If(word.last):
+                        m.d.sync += finishing.eq(1)
 
         # -- the link side's view ---------------------------------------------------------
         m.d.comb += [
@@ -661,16 +785,16 @@ class LinkTx(_LinkBlock):
     """``streams`` symbol streams in, flits out on one link word (see the module's
     docstring).
 
-    Parameters (keyword-only): ``codec`` (``"qlc"`` or ``"huffman"``), ``streams`` (1 to
-    16), ``lanes`` (1), ``flit_bytes`` (64, 128 or 256), ``link_bytes`` (a power of two
+    Parameters (keyword-only): ``codec`` (``"qlc"``, ``"huffman"`` or ``"exponent"``),
+    ``streams`` (1 to 16), ``lanes`` (1), ``flit_bytes`` (64, 128 or 256), ``link_bytes`` (a power of two
     from 8 to ``flit_bytes``; default 64), ``tables`` (the code both ends hold; default
     the codec's default), ``tables_in_band`` (default ``True``; ``False``: the tables
     are fixed at elaboration, there is no ``i_table`` or ``o_table``, no table unit and
     no loader, and synthesis folds every table into constants: less area and a faster
     clock, for a link whose code never changes).
 
-    Ports: ``i_s0`` .. ``i_s{streams-1}`` (:func:`symbol_layout` beats of 1 lane, frames
-    ended by ``last``), ``o`` (:func:`word_layout` of ``8 * link_bytes`` bits: ``data``
+    Ports: ``i_s0`` .. ``i_s{streams-1}`` (:func:`symbol_layout` beats of 1 lane, 16-bit
+    bf16 values for the exponent codec, frames ended by ``last``), ``o`` (:func:`word_layout` of ``8 * link_bytes`` bits: ``data``
     (the flit's first byte in the top bits), ``bits`` (always the full word) and
     ``last`` on a flit's final word), ``i_table`` (a table image, a byte a beat:
     :data:`~linkcodec.rtl.table_loader.image_byte_layout`; taken while no image is in
@@ -701,8 +825,8 @@ class LinkTx(_LinkBlock):
         params = _checked(self, codec=codec, streams=streams, lanes=lanes,
                           flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
                           tables_in_band=tables_in_band)
-        members = {f"i_s{index}": In(stream.Signature(symbol_layout(1)))
-                   for index in range(streams)}
+        members = {f"i_s{index}": In(stream.Signature(
+            symbol_layout(1, width=params.symbol_bits))) for index in range(streams)}
         if tables_in_band:
             members["i_table"] = In(stream.Signature(image_byte_layout))
         members["o"] = Out(stream.Signature(word_layout(params.row_bits)))
@@ -1042,7 +1166,8 @@ class _RxStream(wiring.Component):
     def __init__(self, params):
         self._params = params
         super().__init__({
-            "o": Out(stream.Signature(symbol_layout(1, error=True))),
+            "o": Out(stream.Signature(symbol_layout(1, width=params.symbol_bits,
+                                                    error=True))),
             "slot_freed": Out(1),          # a cycle after a flit slot empties
             "write": In(1),                # a row of the routed flit
             "write_row": In(range(params.rows)),
@@ -1091,9 +1216,9 @@ class _RxStream(wiring.Component):
         is_raw = header[30:32] == 0
         h_last, h_count, h_bits = header[27], header[11:23], header[0:11]
 
-        _, decoder_class = _blocks(p.codec)
-        m.submodules.decoder = decoder = decoder_class(
-            lanes=1, word_width=LINK_WORD_WIDTH, tables=p.tables)
+        bf16 = p.codec == "exponent"
+        symbol_bytes = p.fmt.symbol_bytes
+        m.submodules.decoder = decoder = _block(p.codec, "decoder", p.tables)
         # The coded flits in the decoder: their last flag and count, oldest first.
         m.submodules.decoding = decoding = SyncFIFOBuffered(width=13, depth=4)
         outstanding = Signal(range(6))
@@ -1106,7 +1231,7 @@ class _RxStream(wiring.Component):
         word_byte = Signal(13)
         left = Signal(12)
         raw_out_valid = Signal()
-        raw_out = Signal(symbol_layout(1, error=True))
+        raw_out = Signal(symbol_layout(1, width=p.symbol_bits, error=True))
         freed = Signal()
 
         # One 16-bit word a cycle, read (a registered read) a cycle before it is used:
@@ -1114,7 +1239,9 @@ class _RxStream(wiring.Component):
         # (raw symbol n is flit byte 4 + n; the body starts on an even byte). The word in
         # hand keeps what it needs of its flit's header, so the slot can go at once.
         column_bits = (link_bytes - 1).bit_length()
-        m.d.comb += read.addr.eq(out_slot * rows + (word_byte >> column_bits))
+        read_byte = Signal.like(word_byte)        # the flit byte read
+        m.d.comb += [read_byte.eq(word_byte),
+                     read.addr.eq(out_slot * rows + (read_byte >> column_bits))]
         words = Mux(h_bits == 0, 1, (h_bits + 15) >> 4)
         # A coded flit's last word's bits: the bits past the last whole 16, or 16.
         tail_bits = Mux(h_bits[:4] == 0, Mux(h_bits == 0, 0, 16), h_bits[:4])
@@ -1147,19 +1274,29 @@ class _RxStream(wiring.Component):
                                  raw_out.last.eq(1), raw_out.error.eq(held_error),
                                  raw_out_valid.eq(held_last | held_error)]
                 with m.Else():
-                    m.d.sync += [raw_out.symbols[0].eq(byte), raw_out.count.eq(1),
+                    m.d.sync += [raw_out.symbols[0].eq(word if bf16 else byte),
+                                 raw_out.count.eq(1),
                                  raw_out.last.eq(held_done & held_last),
                                  raw_out.error.eq(0), raw_out_valid.eq(1)]
-        with m.Elif(held):
-            m.d.comb += [
-                decoder.i.valid.eq(1),
-                decoder.i.payload.data.eq(word),
-                decoder.i.payload.bits.eq(Mux(held_done, held_bits, 16)),
-                decoder.i.payload.last.eq(held_done),
-                used.eq(decoder.i.ready),
-            ]
+        if not bf16:
+            with m.Elif(held):
+                m.d.comb += [
+                    decoder.i.valid.eq(1),
+                    decoder.i.payload.data.eq(word),
+                    decoder.i.payload.bits.eq(Mux(held_done, held_bits, 16)),
+                    decoder.i.payload.last.eq(held_done),
+                    used.eq(decoder.i.ready),
+                ]
         advance = ~held | used
-        m.d.comb += read.en.eq(advance)
+        if bf16:
+            coded_reading, coded_start, malformed = self._read_exponent(
+                m, decoder, h_count=h_count, h_bits=h_bits, word=word, byte=byte,
+                select=held_select, read_byte=read_byte, freed=freed)
+            m.d.comb += read.en.eq(advance | coded_reading)
+        else:
+            coded_reading = coded_start = Const(0, 1)
+            malformed = Const(0, 1)
+            m.d.comb += read.en.eq(advance)
         with m.If(advance):
             m.d.sync += held.eq(0)
 
@@ -1180,7 +1317,7 @@ class _RxStream(wiring.Component):
         blocked = self.loading & (self.load_bank == h_bank)
         with m.If(~reading):
             with m.If(full.bit_select(out_slot, 1) & ~switching):
-                with m.If(is_raw | (~bank_ok & ~blocked)):
+                with m.If(is_raw | (~bank_ok & ~blocked) | malformed):
                     with m.If(outstanding == 0):
                         m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
                                      left.eq(Mux(is_raw, h_count, 0)), refusing.eq(~is_raw)]
@@ -1191,13 +1328,17 @@ class _RxStream(wiring.Component):
                 with m.Elif(decoding.w_rdy):
                     m.d.comb += [decoding.w_en.eq(1),
                                  decoding.w_data.eq(Cat(h_count, h_last))]
-                    m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
-                                 left.eq(words), refusing.eq(0)]
+                    if bf16:
+                        m.d.comb += coded_start.eq(1)
+                        m.d.sync += reading.eq(1)
+                    else:
+                        m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
+                                     left.eq(words), refusing.eq(0)]
             if p.tables_in_band:
                 with m.Elif(self.loading & (active == self.load_bank) & ~full.any()
                             & ~switching):
                     m.d.sync += switching.eq(1)
-        with m.Elif(advance):
+        with m.Elif(advance & ~coded_reading):
             # (An empty raw flit starts with none left: it is done at once.)
             done = left <= 1
             flat = is_raw | refusing
@@ -1206,7 +1347,7 @@ class _RxStream(wiring.Component):
                          held_done.eq(done), held_last.eq(h_last),
                          held_bits.eq(tail_bits),
                          held_select.eq(word_byte[:column_bits]),
-                         word_byte.eq(word_byte + Mux(is_raw, 1, 2)),
+                         word_byte.eq(word_byte + Mux(is_raw, symbol_bytes, 2)),
                          left.eq(left - 1)]
             m.d.comb += freed.eq(done)
         m.d.sync += self.slot_freed.eq(freed)
@@ -1246,21 +1387,154 @@ class _RxStream(wiring.Component):
         with m.If(raw_out_valid):
             m.d.comb += [self.o.valid.eq(1), self.o.payload.eq(raw_out)]
         with m.Else():
-            m.d.comb += [
-                self.o.valid.eq(decoded.o.valid),
-                self.o.payload.symbols.eq(dec.symbols),
-                self.o.payload.count.eq(dec.count),
-                self.o.payload.error.eq(error),
-                self.o.payload.last.eq(dec.last & (f_last | error)),
-                decoded.o.ready.eq(self.o.ready),
-            ]
+            if bf16:
+                # The decoder's beats of up to 4 values go out a value a beat; a beat with an
+                # error gives its values, then the error beat (count 0), as a 1-lane decoder
+                # does.
+                lane = Signal(3)
+                has_value = lane < dec.count
+                final = Mux(has_value, (lane + 1 == dec.count) & ~error, 1)
+                show = has_value | error | (dec.last & f_last)
+                m.d.comb += [
+                    self.o.valid.eq(decoded.o.valid & show),
+                    self.o.payload.symbols[0].eq(dec.symbols[lane]),
+                    self.o.payload.count.eq(has_value),
+                    self.o.payload.error.eq(~has_value & error),
+                    self.o.payload.last.eq(final & dec.last & (f_last | error)),
+                    decoded.o.ready.eq(final & (self.o.ready | ~show)),
+                ]
+                with m.If(decoded.o.valid & (self.o.ready | ~show)):
+                    m.d.sync += lane.eq(Mux(final, 0, lane + 1))
+            else:
+                m.d.comb += [
+                    self.o.valid.eq(decoded.o.valid),
+                    self.o.payload.symbols.eq(dec.symbols),
+                    self.o.payload.count.eq(dec.count),
+                    self.o.payload.error.eq(error),
+                    self.o.payload.last.eq(dec.last & (f_last | error)),
+                    decoded.o.ready.eq(self.o.ready),
+                ]
         pushed = decoding.w_en & decoding.w_rdy
-        popped = ~raw_out_valid & decoded.o.valid & self.o.ready & dec.last
-        with m.If(~raw_out_valid & decoded.o.valid & self.o.ready):
+        beat_taken = decoded.o.valid & decoded.o.ready
+        popped = beat_taken & dec.last
+        with m.If(beat_taken):
             m.d.sync += seen.eq(Mux(dec.last, 0, total))
         m.d.comb += decoding.r_en.eq(popped)
         m.d.sync += outstanding.eq(outstanding + pushed - popped)
         return m
+
+    def _read_exponent(self, m, decoder, *, h_count, h_bits, word, byte, select, read_byte,
+                       freed):
+        """A coded bf16 flit into the exponent decoder: its values (the body's first
+        ``ceil(11 count / 8)`` bytes) read 16 bits a cycle and gathered into the
+        decoder's 64-bit words, its escape bytes (the rest of its bits) a byte a word.
+        Each read goes into a queue of its kind with room for it, one kind or the other
+        a cycle (in turn while both have room), so neither of the decoder's ports waits
+        on the other's. Returns ``(reading, start, malformed)``: a flit is being read;
+        start one (its header in view, set here); its header cannot be a coded flit's
+        (bits below its values', or not whole bytes: it gives the error beat)."""
+        p = self._params
+        column_bits = (p.link_bytes - 1).bit_length()
+        reading = Signal()
+        start = Signal()
+        malformed = Signal()
+        value_bits = Signal(16)
+        split = Signal(13)                # the values' bytes
+        m.d.comb += [value_bits.eq(h_count * VALUE_BITS),
+                     split.eq((value_bits + 7) >> 3),
+                     malformed.eq((h_bits[:3] != 0) | ((h_bits >> 3) < split))]
+        value_byte = Signal(13)           # the flit byte of the next values read
+        values_left = Signal(12)          # 16-bit reads of values left
+        escape_byte = Signal(13)
+        escapes_left = Signal(12)         # escape bytes left
+        empty_escapes = Signal()          # an empty escapes frame is still to send
+        tail = Signal(7)                  # the bits of the values' last word
+
+        # What the read of the cycle before brought: a values piece (its last?), or an
+        # escape byte (``has``: else the empty escapes frame; its last?).
+        got_value, got_value_last, got_escape, got_has, got_escape_last = (
+            Signal(name=name) for name in ("got_value", "got_value_last", "got_escape",
+                                           "got_has", "got_escape_last"))
+        got_tail = Signal(7)
+        m.submodules.value_pieces = pieces = SyncFIFO(width=16 + 1 + 7, depth=4)
+        m.submodules.escape_bytes = escapes = SyncFIFO(width=8 + 2, depth=4)
+        m.d.comb += [pieces.w_en.eq(got_value),
+                     pieces.w_data.eq(Cat(word, got_value_last, got_tail)),
+                     escapes.w_en.eq(got_escape),
+                     escapes.w_data.eq(Cat(byte, got_has, got_escape_last))]
+        m.d.sync += [got_value.eq(0), got_escape.eq(0)]
+
+        with m.If(start):
+            total = value_bits[:12]
+            m.d.sync += [reading.eq(1),
+                         value_byte.eq(HEADER_BYTES), values_left.eq((value_bits + 15) >> 4),
+                         escape_byte.eq(HEADER_BYTES + split),
+                         escapes_left.eq((h_bits >> 3) - split),
+                         empty_escapes.eq((h_bits >> 3) == split),
+                         tail.eq(Mux(total[:6] == 0, 64, total[:6]))]
+        may_value = (values_left != 0) & (pieces.level + got_value < pieces.depth)
+        may_escape = (((escapes_left != 0) | empty_escapes)
+                      & (escapes.level + got_escape < escapes.depth))
+        turn = Signal()                   # both may: the escapes' turn
+        take_escape = may_escape & (~may_value | turn)
+        with m.If(reading):
+            with m.If(may_value & may_escape):
+                m.d.sync += turn.eq(~turn)
+            with m.If(take_escape):
+                m.d.comb += read_byte.eq(escape_byte)
+                m.d.sync += [got_escape.eq(1), got_has.eq(escapes_left != 0),
+                             got_escape_last.eq(escapes_left <= 1),
+                             select.eq(escape_byte[:column_bits]),
+                             escape_byte.eq(escape_byte + 1), empty_escapes.eq(0)]
+                with m.If(escapes_left != 0):
+                    m.d.sync += escapes_left.eq(escapes_left - 1)
+            with m.Elif(may_value):
+                m.d.comb += read_byte.eq(value_byte)
+                m.d.sync += [got_value.eq(1), got_value_last.eq(values_left == 1),
+                             got_tail.eq(tail),
+                             select.eq(value_byte[:column_bits]),
+                             value_byte.eq(value_byte + 2), values_left.eq(values_left - 1)]
+            with m.Elif((values_left == 0) & (escapes_left == 0) & ~empty_escapes):
+                # Every read is made (the last one's data is in hand): the slot can go.
+                m.d.sync += reading.eq(0)
+                m.d.comb += freed.eq(1)
+
+        # The values pieces gathered into 64-bit words, the first piece in the top bits,
+        # the pieces past a frame's last zero.
+        gathered = Signal(48)             # the word's pieces so far
+        index = Signal(2)                 # the next piece's place
+        piece = pieces.r_data
+        piece_data, piece_last, piece_tail = piece[:16], piece[16], piece[17:]
+        completes = (index == 3) | piece_last
+        word_register = Signal(decoder.i.payload.shape())
+        word_valid = Signal()
+        with m.If(decoder.i.ready):
+            m.d.sync += word_valid.eq(0)
+        m.d.comb += [decoder.i.valid.eq(word_valid), decoder.i.payload.eq(word_register)]
+        with m.If(pieces.r_rdy & (~completes | ~word_valid | decoder.i.ready)):
+            m.d.comb += pieces.r_en.eq(1)
+            m.d.sync += index.eq(index + 1)
+            for place in range(3):
+                with m.If(index == place):
+                    m.d.sync += gathered.word_select(2 - place, 16).eq(piece_data)
+            with m.If(completes):
+                places = [Mux(index > place, gathered.word_select(2 - place, 16),
+                              Mux(index == place, piece_data, 0)) for place in range(3)]
+                places.append(Mux(index == 3, piece_data, 0))
+                m.d.sync += [word_valid.eq(1), index.eq(0),
+                             word_register.data.eq(Cat(*reversed(places))),
+                             word_register.bits.eq(Mux(piece_last, piece_tail, 64)),
+                             word_register.last.eq(piece_last)]
+
+        # The escape bytes, a word each (the byte in the top bits), or the empty frame.
+        escape = escapes.r_data
+        m.d.comb += [decoder.i_escapes.valid.eq(escapes.r_rdy),
+                     decoder.i_escapes.payload.data.eq(escape[:8] << (EXPONENT_WORD_WIDTH - 8)),
+                     decoder.i_escapes.payload.bits.eq(Mux(escape[8], 8, 0)),
+                     decoder.i_escapes.payload.last.eq(escape[9]),
+                     escapes.r_en.eq(decoder.i_escapes.ready)]
+        return reading, start, malformed
+
 
 
 class LinkRx(_LinkBlock):
@@ -1292,7 +1566,8 @@ class LinkRx(_LinkBlock):
                           tables_in_band=tables_in_band)
         members = {"i": In(stream.Signature(word_layout(params.row_bits)))}
         for index in range(streams):
-            members[f"o_s{index}"] = Out(stream.Signature(symbol_layout(1, error=True)))
+            members[f"o_s{index}"] = Out(stream.Signature(
+                symbol_layout(1, width=params.symbol_bits, error=True)))
         super().__init__(params, members)
 
     def elaborate(self, platform):

@@ -2,14 +2,16 @@
 
 A link carries a table as its *image* (:func:`linkcodec.golden.link.table_image`, the
 bytes of its table flits): QLC, the 8 areas (2 bytes each) then each symbol's area (3
-bits a symbol); Huffman, the 256 code lengths as nibbles. A block is loaded by config
-writes (:func:`linkcodec.rtl.qlc.config_writes`, :func:`linkcodec.rtl.huffman.config_writes`).
+bits a symbol); Huffman, the 256 code lengths as nibbles; exponent, the 7 exponents of
+codes 1..7. A block is loaded by config writes (:func:`linkcodec.rtl.qlc.config_writes`,
+:func:`linkcodec.rtl.huffman.config_writes`, :func:`linkcodec.rtl.exponent.config_writes`).
 :class:`TableLoader` turns the one into the other in hardware, so both ends of a link
 build their blocks' tables from the same bytes, and the tables are built off the
 critical path, in the blocks' idle banks.
 
-Parameters (keyword-only): ``codec`` (``"qlc"`` or ``"huffman"``), ``block``
-(``"encoder"`` or ``"decoder"``: whose writes to make).
+Parameters (keyword-only): ``codec`` (``"qlc"``, ``"huffman"`` or ``"exponent"``),
+``block`` (``"encoder"`` or ``"decoder"``: whose writes to make; an exponent encoder and
+decoder take the same writes).
 
 Ports:
 
@@ -19,16 +21,18 @@ Ports:
 - ``o``: the writes (:func:`loader_write_layout`: the codec's ``addr`` and ``data``, the
   code ``length`` of symbol ``addr`` for an encoder's symbol write, else 0, and
   ``error``). For a good image, the writes of ``config_writes(tables, block=block)``
-  (each address once, not in that order) ending with the switch write
+  (exponent: ``config_writes(table)``; each address once, not in that order) ending with
+  the switch write
   (``addr = SWITCH_ADDR``): that write says the image was good and the idle bank is whole.
   For a bad image, no write that could reach a used address (QLC: none past the areas'
-  ranks; Huffman: none) after the point the image is known bad, and instead of the switch
-  write one beat with ``error = 1`` (``addr``, ``data`` 0).
+  ranks; Huffman and exponent: none) after the point the image is known bad, and instead
+  of the switch write one beat with ``error = 1`` (``addr``, ``data`` 0).
 
 Bad images (as :func:`~linkcodec.golden.link.table_from_image` refuses them): QLC, an area
 entry with a reserved bit set, a suffix width above 8, a size above ``1 << width``, sizes
 that do not add up to 256, a symbol in an area that is already full; Huffman, a length of
-0 or lengths that break Kraft's inequality; both, an image whose ``last`` is not on its
+0 or lengths that break Kraft's inequality; exponent, two equal exponents (every byte
+value is an exponent); all, an image whose ``last`` is not on its
 last byte (shorter: ends there; longer: the bytes past it are dropped up to ``last``),
 and an ``abort`` beat.
 After the error beat (or the switch write) the loader takes the next image.
@@ -36,9 +40,13 @@ After the error beat (or the switch write) the loader takes the next image.
 Throughput: QLC takes a head byte a cycle and a body byte every 8/3 cycles (a symbol's
 write a cycle, 256 + 8 area writes + 1), at most 300 cycles an image; Huffman takes a
 byte a cycle (128), then makes 15 length writes (decoder) and 256 symbol writes, at most
-420 cycles (tests/test_table_loader.py measures both). Backpressure on ``o`` holds the
-loader where it is; it takes no byte while its output is full. Latency: the first write
-a cycle after the byte that makes it.
+420 cycles; exponent takes its 7 bytes, a byte a cycle, and only then, the image checked,
+makes its 7 writes and the switch write, a write a cycle: 16 cycles from the first byte
+to the switch write, and the next image's first byte taken in the switch write's cycle
+(15 cycles an image back to back; tests/test_table_loader.py measures all three).
+Backpressure on ``o`` holds the loader where it is; it takes no byte while its output is
+full. Latency: the first write a cycle after the byte that makes it (exponent: two
+cycles after the image's last byte).
 
 Reset (``rst``) drops the image in progress; the loader then waits for a new image.
 """
@@ -48,8 +56,9 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..golden.exponent import TABLE_SIZE
 from ..golden.qlc import AREAS, MAX_SUFFIX_BITS, SYMBOLS
-from . import huffman, qlc
+from . import exponent, huffman, qlc
 
 __all__ = ["TableLoader", "image_byte_layout", "loader_write_layout", "IMAGE_BYTES"]
 
@@ -57,10 +66,13 @@ __all__ = ["TableLoader", "image_byte_layout", "loader_write_layout", "IMAGE_BYT
 image_byte_layout = data.StructLayout({"data": 8, "last": 1, "abort": 1})
 
 #: Bytes of each codec's table image.
-IMAGE_BYTES = {"qlc": 2 * AREAS + 3 * SYMBOLS // 8, "huffman": SYMBOLS // 2}
+IMAGE_BYTES = {"qlc": 2 * AREAS + 3 * SYMBOLS // 8, "huffman": SYMBOLS // 2,
+               "exponent": TABLE_SIZE}
 
-_CONFIG = {"qlc": qlc.config_layout, "huffman": huffman.config_layout}
-_SWITCH = {"qlc": qlc.SWITCH_ADDR, "huffman": huffman.SWITCH_ADDR}
+_CONFIG = {"qlc": qlc.config_layout, "huffman": huffman.config_layout,
+           "exponent": exponent.config_layout}
+_SWITCH = {"qlc": qlc.SWITCH_ADDR, "huffman": huffman.SWITCH_ADDR,
+           "exponent": exponent.SWITCH_ADDR}
 _LONGEST = huffman.MAX_CODE_LENGTH          # 15: a nibble's largest length
 
 
@@ -78,7 +90,8 @@ class TableLoader(wiring.Component):
         if codec not in _CONFIG or block not in ("encoder", "decoder"):
             self._MustUse__silence = True   # refused, so not an unused elaboratable
             if codec not in _CONFIG:
-                raise ValueError(f"codec must be 'qlc' or 'huffman', not {codec!r}")
+                raise ValueError(f"codec must be 'qlc', 'huffman' or 'exponent', not "
+                                 f"{codec!r}")
             raise ValueError(f"block must be 'encoder' or 'decoder', not {block!r}")
         self._codec, self._block = codec, block
         super().__init__({
@@ -113,8 +126,10 @@ class TableLoader(wiring.Component):
 
         if self._codec == "qlc":
             self._qlc(m, free, emit)
-        else:
+        elif self._codec == "huffman":
             self._huffman(m, free, emit)
+        else:
+            self._exponent(m, free, emit)
         return m
 
     def _finish(self, emit, bad):
@@ -318,3 +333,40 @@ class TableLoader(wiring.Component):
             m.d.sync += [phase.eq(0), offset.eq(0), ended.eq(0), bad_length.eq(0),
                          bad.eq(0)] + [c.eq(0) for c in counts]
 
+    # -- exponent --------------------------------------------------------------------------
+
+    def _exponent(self, m, free, emit):
+        # Encoder and decoder take the same writes. The whole image is held and checked
+        # before the first write, so a bad one makes none.
+        exponents = [Signal(8, name=f"exponent{k}") for k in range(TABLE_SIZE)]
+        bad = Signal()                    # an exponent equal to one before it
+        write = Signal(range(TABLE_SIZE + 1))     # the next write; TABLE_SIZE: the switch
+
+        take = self.i.valid & self.i.ready
+        offset, ended, bad_length = self._intake(m, size=TABLE_SIZE, take=take)
+        take = take & ~self.i.payload.abort
+        byte = self.i.payload.data
+        m.d.comb += self.i.ready.eq(~ended)
+        with m.If(take & (offset != TABLE_SIZE)):
+            for k in range(TABLE_SIZE):
+                with m.If(offset == k):
+                    m.d.sync += exponents[k].eq(byte)
+            # each byte against the ones before it in this image: 6 compares
+            with m.If(Cat(*((byte == exponents[k]) & (offset > k)
+                            for k in range(TABLE_SIZE - 1))).any()):
+                m.d.sync += bad.eq(1)
+
+        with m.If(ended & free):
+            failed = bad | bad_length
+            with m.If(failed | (write == TABLE_SIZE)):
+                self._finish(emit, failed)
+                # ready for the next image
+                m.d.sync += [offset.eq(0), ended.eq(0), bad_length.eq(0), bad.eq(0),
+                             write.eq(0)]
+            with m.Else():
+                value = Signal(8)
+                for k in range(TABLE_SIZE):
+                    with m.If(write == k):
+                        m.d.comb += value.eq(exponents[k])
+                emit(write, value)
+                m.d.sync += write.eq(write + 1)

@@ -25,7 +25,8 @@ def link_io(fmt, frames):
     (``(stream, symbols)`` pairs): each stream's frames in, the same out."""
     inputs, expected = {}, {}
     for index in range(fmt.streams):
-        mine = [np.asarray(frame, dtype=np.uint8).reshape(-1)
+        dtype = np.uint16 if fmt.symbol_bytes == 2 else np.uint8
+        mine = [np.asarray(frame).astype(dtype, copy=False).reshape(-1)
                 for stream, frame in frames if stream == index]
         inputs[f"i_s{index}"] = symbol_beats(mine, 1)
         expected[f"o_s{index}"] = decoder_beats(mine, 1)

@@ -6,8 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from linkcodec.bundled import bundled_files
+from linkcodec.bundled import bundled_bf16_files, bundled_files
 from linkcodec.cli import main
+from linkcodec.golden.exponent import ExponentTable
 from linkcodec.golden.huffman import HuffmanCodebook
 from linkcodec.golden.link import (FlitError, FlitHeader, FlitReader, FlitWriter,
                                    LinkFormat, table_image)
@@ -19,23 +20,41 @@ from linkcodec.sim.harness import first_mismatch, run_beats
 from linkcodec.sim.link import flits_of_words, link_io, run_link, words_of_flits
 
 FILES = [path for path in bundled_files(kind="ffn1_act", layers=[0])]
+BF16_FILES = [path for path in bundled_bf16_files(kind="ffn1_act", layers=[1])]
+
+
+def _files(codec):
+    """The bundled files of the codec's format (bf16 for the exponent codec)."""
+    return BF16_FILES if codec == "exponent" else FILES
 
 
 def _tables(codec):
-    """The tables ``linkcodec sim link`` fits on FILES (so the builds are shared)."""
+    """The tables ``linkcodec sim link`` fits on the codec's files (so the builds are
+    shared)."""
     block = get_block(f"{codec}-encoder")
-    arrays = [np.load(path).reshape(-1) for path in FILES]
+    arrays = [np.load(path).reshape(-1) for path in _files(codec)]
     tables, _ = block.sim_tables(arrays, {name: None for name in block.sim_options})
     return link_tables(codec, tables)
 
 
 def _frames(fmt, rng):
-    """Frames of no symbols, one, many flits, incompressible bytes, and the boundaries
-    of the raw/coded choice: exactly a raw flit of symbols, and one more."""
-    tensor = np.load(FILES[0]).reshape(-1)
-    return [tensor[:0], tensor[:1], tensor[:3000],
-            rng.integers(0, 256, 700, dtype=np.uint8),
-            tensor[:fmt.raw_symbols], tensor[:fmt.raw_symbols + 1], tensor[5000:9000]]
+    """Frames of no symbols, one, many flits, incompressible ones, and the boundaries
+    of the raw/coded choice: exactly a raw flit of symbols, and one more. For bf16 also
+    a frame with one escape in 3,000 values (the last exponent of the table otherwise)
+    and one of escapes only."""
+    tensor = np.load(_files(fmt.codec)[0]).reshape(-1)
+    frames = [tensor[:0], tensor[:1], tensor[:3000]]
+    if fmt.codec == "exponent":
+        table = _tables("exponent")
+        one = (table.exponents[-1] << 7 | np.arange(3000) % 256).astype(np.uint16)
+        escape = next(e for e in range(256) if e not in table.exponents)
+        one[1234] = escape << 7
+        frames += [rng.integers(0, 1 << 16, 700, dtype=np.uint16), one,
+                   np.full(300, escape << 7, dtype=np.uint16)]
+    else:
+        frames += [rng.integers(0, 256, 700, dtype=np.uint8)]
+    return frames + [tensor[:fmt.raw_symbols], tensor[:fmt.raw_symbols + 1],
+                     tensor[5000:9000]]
 
 
 # The link shapes the round trip and the tables-in-band test share (so do their builds:
@@ -44,6 +63,8 @@ LINK_SHAPES = [
     pytest.param("qlc", 2, 256, 64, marks=pytest.mark.xdist_group("link-qlc")),
     # 5 streams: two groups at LinkTx's link side; a table image in 3 table flits
     pytest.param("huffman", 5, 64, 16, marks=pytest.mark.xdist_group("link-huffman")),
+    # bf16: values and escapes in the same flits
+    pytest.param("exponent", 3, 128, 32, marks=pytest.mark.xdist_group("link-exponent")),
 ]
 
 
@@ -63,24 +84,29 @@ def test_link_round_trip(codec, streams, flit_bytes, link_bytes):
     assert 0 < result["latency_cycles"] < 4 * fmt.body_bits
 
 
-@pytest.mark.parametrize("tables_in_band", [
-    pytest.param(True, marks=pytest.mark.xdist_group("link-qlc")),
+@pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes,tables_in_band", [
+    pytest.param("qlc", 2, 256, 64, True, marks=pytest.mark.xdist_group("link-qlc")),
     # the build test_sim_link_fixed_tables makes (the same tables and name)
-    pytest.param(False, marks=pytest.mark.xdist_group("link-qlc-fixed")),
+    pytest.param("qlc", 2, 256, 64, False, marks=pytest.mark.xdist_group("link-qlc-fixed")),
+    pytest.param("exponent", 3, 128, 32, True,
+                 marks=pytest.mark.xdist_group("link-exponent")),
 ])
-def test_link_survives_a_reset_in_mid_stream(tables_in_band):
-    codec, streams = "qlc", 2
+def test_link_survives_a_reset_in_mid_stream(codec, streams, flit_bytes, link_bytes,
+                                             tables_in_band):
+    shape = {"flit_bytes": flit_bytes, "link_bytes": link_bytes}
     pair = LinkPair(codec=codec, streams=streams, tables=_tables(codec),
-                    tables_in_band=tables_in_band)
+                    tables_in_band=tables_in_band, **shape)
     fmt = pair.tx.format
     rng = np.random.default_rng(9)
     frames = [(index % streams, frame) for index, frame in enumerate(_frames(fmt, rng))]
     inputs, expected = link_io(fmt, frames)
-    early, _ = link_io(fmt, [(0, np.load(FILES[1]).reshape(-1)[:5000]),
-                             (1, np.load(FILES[2]).reshape(-1)[:5000])])
+    files = _files(codec)
+    early, _ = link_io(fmt, [(0, np.load(files[1]).reshape(-1)[:5000]),
+                             (1, np.load(files[2]).reshape(-1)[:5000])])
+    fixed = "" if tables_in_band else "_fixed"
     result = run_beats(pair, inputs=inputs, expected=expected, idle="random",
                        stall="random",
-                       name="link_pair_qlc_s2_f256_w64" + ("" if tables_in_band else "_fixed"),
+                       name=f"link_pair_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}{fixed}",
                        config={"i_config": [{"addr": 0, "data": 1}]},
                        before_reset=(early, 1500))
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
@@ -126,6 +152,11 @@ def _swapped(tables, first, second):
         ranks = tables.symbol_to_rank.copy()
         ranks[[first, second]] = ranks[[second, first]]
         return link_tables("qlc", QlcCode(tables.layout, ranks))
+    if isinstance(tables, ExponentTable):      # two exponents' codes
+        exponents = list(tables.exponents)
+        a, b = exponents.index(first), exponents.index(second)
+        exponents[a], exponents[b] = exponents[b], exponents[a]
+        return ExponentTable(tuple(exponents))
     lengths = tables.lengths.copy()
     lengths[[first, second]] = lengths[[second, first]]
     return link_tables("huffman", HuffmanCodebook(lengths))
@@ -297,7 +328,7 @@ def test_rx_with_fixed_tables_drops_table_flits():
 
 
 @pytest.mark.parametrize("options,message", [
-    ({"codec": "exponent"}, "codec must be one of 'qlc', 'huffman' in hardware"),
+    ({"codec": "raw"}, "codec must be one of 'qlc', 'huffman', 'exponent' in hardware"),
     ({"lanes": 2}, "lanes must be 1"),
     ({"streams": 0}, "streams must be 1..16"),
     ({"streams": 17}, "streams must be 1..16"),
@@ -321,8 +352,6 @@ def test_parameters(options, message):
 
 
 def test_sim_link_refuses_what_the_hardware_lacks(capsys, tmp_path):
-    assert main(["sim", "link", "--codec", "exponent", str(FILES[0])]) == 2
-    assert "carries qlc and huffman" in capsys.readouterr().err
     for option in (["--streams", "2"], ["--fixed-tables"]):
         assert main(["sim", "qlc-encoder", *option, str(FILES[0])]) == 2
         assert f"{option[0]} is an option of `linkcodec sim link`" in capsys.readouterr().err
@@ -361,6 +390,13 @@ def test_generate_link_lints_clean(kind, tmp_path, capsys):
     assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
     text = (tmp_path / f"{module}.v").read_text()
     assert ("i_table__valid" in text) is False and ("o_table__valid" in text) is False
+    # bf16 streams (the exponent codec) as AXI ports: 16-bit tdata a stream.
+    assert main(["generate", kind, "--codec", "exponent", "--axi-stream", "--streams", "2",
+                 "-o", str(tmp_path)]) == 0
+    module = f"linkcodec_{kind.replace('-', '_')}_exponent_s2_l1_axis"
+    capsys.readouterr()
+    result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
+    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
 
 
 def test_input_ready_does_not_follow_payload_or_output_ready():
@@ -435,16 +471,20 @@ def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes):
     LinkTx's flits on the channel read back through the golden FlitReader. (Huffman:
     each image in 3 table flits, other streams' flits between them.)"""
     fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
-    tensor = np.load(FILES[0]).reshape(-1)
+    tensor = np.load(_files(codec)[0]).reshape(-1)
     base = _tables(codec)
-    order = np.argsort(-np.bincount(tensor, minlength=256), kind="stable")
+    if codec == "exponent":
+        order = list(base.exponents)        # the most frequent exponents first
+    else:
+        order = np.argsort(-np.bincount(tensor, minlength=256), kind="stable")
     tables = [_swapped(base, order[0], order[k]) for k in range(1, 5)]
     bad = bytearray(table_image(codec, tables[2]))
-    bad[0] = bad[0] | 0x02 if codec == "qlc" else bad[0] & 0x0F
+    bad[0] = {"qlc": bad[0] | 0x02, "huffman": bad[0] & 0x0F, "exponent": bad[1]}[codec]
     table_beats = (_image_beats(table_image(codec, tables[0]))
                    + _image_beats(table_image(codec, tables[1]))
                    + _image_beats(bytes(bad))
-                   + _image_beats(table_image(codec, tables[1]), abort_after=40)
+                   + _image_beats(table_image(codec, tables[1]),
+                                  abort_after=min(40, len(table_image(codec, base)) - 1))
                    + _image_beats(table_image(codec, tables[3])))
     results = [{"data": bank, "error": error, "last": 1}
                for bank, error in ((1, 0), (0, 0), (1, 1), (1, 1), (1, 0))]

@@ -6,14 +6,22 @@ end in an error beat and no switch write, and the next image loads."""
 import numpy as np
 import pytest
 
+from linkcodec.golden.exponent import ExponentTable
 from linkcodec.golden.huffman import HuffmanCodebook, code_lengths, smooth_pmf
 from linkcodec.golden.link import canonical_qlc, table_from_image, table_image
 from linkcodec.golden.qlc import QlcCode, QlcLayout
-from linkcodec.rtl import huffman, qlc
+from linkcodec.rtl import exponent, huffman, qlc
 from linkcodec.rtl.table_loader import IMAGE_BYTES, TableLoader
 from linkcodec.sim.harness import run_beats
 
-CONFIG = {"qlc": qlc, "huffman": huffman}
+CONFIG = {"qlc": qlc, "huffman": huffman, "exponent": exponent}
+
+
+def _config_writes(codec, tables, block):
+    """The golden writes, without the switch write (exponent: one set for both blocks)."""
+    if codec == "exponent":
+        return exponent.config_writes(tables, switch=False)
+    return CONFIG[codec].config_writes(tables, block=block, switch=False)
 
 
 def _good_tables(codec, rng):
@@ -21,6 +29,12 @@ def _good_tables(codec, rng):
         layouts = [QlcLayout.base(), QlcLayout((1, 3, 3, 3, 4, 4, 5, 8),
                                                   (2, 8, 8, 8, 16, 16, 32, 166))]
         return [canonical_qlc(QlcCode(layout, rng.permutation(256))) for layout in layouts]
+    if codec == "exponent":
+        # random ones, and the ends of the byte: exponents 0 and 255 first and last
+        tables = [ExponentTable(tuple(rng.choice(256, 7, replace=False))) for _ in range(2)]
+        middle = tuple(int(e) for e in rng.choice(np.arange(1, 255), 5, replace=False))
+        return tables + [ExponentTable((0,) + middle + (255,)),
+                         ExponentTable((255,) + middle + (0,))]
     books = []
     for longest in (15, 11):
         pmf = smooth_pmf(rng.dirichlet(np.full(256, 0.2)))
@@ -56,6 +70,9 @@ def _bad_images(codec, good):
         # symbol 0's area (the first 3 body bits) moved to another: one area over-full
         first = image[16] >> 5
         changed("an area over-full", b16=(image[16] & 0x1F) | (((first + 1) % 8) << 5))
+    elif codec == "exponent":
+        changed("exponents 5 and 6 equal (the last pair only)", b6=image[5])
+        changed("exponents 0 and 1 equal (the first pair)", b1=image[0])
     else:
         changed("a length of 0", b0=image[0] & 0x0F)
         changed("a length of 0, the last symbol", b127=image[127] & 0xF0)
@@ -71,19 +88,19 @@ def _beats(image):
             for k, byte in enumerate(image)]
 
 
-def _images(out):
+def _images(codec, out):
     """The loader's writes cut at each image's end beat."""
     images, current = [], []
     for write in out:
         current.append(write)
-        if write["error"] or write["addr"] == 511:
+        if write["error"] or write["addr"] == CONFIG[codec].SWITCH_ADDR:
             images.append(current)
             current = []
     assert not current, "writes after the last image's end beat"
     return images
 
 
-@pytest.mark.parametrize("codec", ["qlc", "huffman"])
+@pytest.mark.parametrize("codec", ["qlc", "huffman", "exponent"])
 @pytest.mark.parametrize("block", ["encoder", "decoder"])
 def test_images_load_as_config_writes(codec, block, seed, tmp_path_factory):
     rng = np.random.default_rng(seed)
@@ -100,8 +117,8 @@ def test_images_load_as_config_writes(codec, block, seed, tmp_path_factory):
     sequence = [("good", _beats(good_image), goods[0])]
     for (what, image), good in zip(bads, goods[1:] * len(bads)):
         sequence += [(what, _beats(image), None), ("good", _beats(table_image(codec, good)), good)]
-    # an abort beat part way, and at once
-    for cut in (50, 0):
+    # an abort beat part way (for an exponent image, in place of its last byte), and at once
+    for cut in (min(50, IMAGE_BYTES[codec] - 1), 0):
         aborted = _beats(good_image)[:cut] + [{"data": 0, "last": 0, "abort": 1}]
         sequence += [(f"aborted after {cut} bytes", aborted, None),
                      ("good", _beats(good_image), goods[0])]
@@ -109,19 +126,26 @@ def test_images_load_as_config_writes(codec, block, seed, tmp_path_factory):
     result = run_beats(TableLoader(codec=codec, block=block), inputs={"i": beats},
                        expected={}, idle="random", stall="random", seed=seed,
                        name=f"table_loader_{codec}_{block}", settle=4000 * len(sequence))
-    images = _images(result["output"]["o"])
+    images = _images(codec, result["output"]["o"])
     assert len(images) == len(sequence), f"seed {result['seed']}"
+    switch = CONFIG[codec].SWITCH_ADDR
     for (what, _, tables), writes in zip(sequence, images):
         *body, end = writes
         if tables is None:
             assert end["error"] == 1, f"{what}: no error beat (seed {result['seed']})"
-            assert all(w["addr"] < 511 and not w["error"] for w in body), what
+            assert all(w["addr"] < switch and not w["error"] for w in body), what
+            if codec == "exponent":
+                assert not body, f"{what}: a write before the error beat"
+            assert end == {"addr": 0, "data": 0, "length": 0, "error": 1}, what
             continue
-        assert end == {"addr": 511, "data": 0, "length": 0, "error": 0}
-        want = CONFIG[codec].config_writes(tables, block=block, switch=False)
+        assert end == {"addr": switch, "data": 0, "length": 0, "error": 0}
+        want = _config_writes(codec, tables, block)
         got = {w["addr"]: w["data"] for w in body}
         assert len(got) == len(body), "an address written twice"
         assert got == {w["addr"]: w["data"] for w in want}, f"seed {result['seed']}"
+        if codec == "exponent":
+            assert all(w["length"] == 0 for w in body), "an exponent write with a length"
+            continue
         lengths = (tables.length_of if codec == "qlc" else tables.lengths)
         for w in body:
             expect = int(lengths[w["addr"]]) if block == "encoder" and w["addr"] < 256 else 0
@@ -129,13 +153,14 @@ def test_images_load_as_config_writes(codec, block, seed, tmp_path_factory):
 
 
 def test_parameters_are_checked():
-    with pytest.raises(ValueError, match="codec must be 'qlc' or 'huffman', not 'exponent'"):
-        TableLoader(codec="exponent", block="encoder")
+    with pytest.raises(ValueError,
+                       match="codec must be 'qlc', 'huffman' or 'exponent', not 'lz4'"):
+        TableLoader(codec="lz4", block="encoder")
     with pytest.raises(ValueError, match="block must be 'encoder' or 'decoder', not 'both'"):
         TableLoader(codec="qlc", block="both")
 
 
-@pytest.mark.parametrize("codec,most", [("qlc", 300), ("huffman", 420)])
+@pytest.mark.parametrize("codec,most", [("qlc", 300), ("huffman", 420), ("exponent", 16)])
 def test_cycles_an_image(codec, most):
     """The docstring's throughput: with no idle cycle and no backpressure, an image in
     at most ``most`` cycles (decoder writes, the longer for Huffman)."""
@@ -144,7 +169,7 @@ def test_cycles_an_image(codec, most):
     result = run_beats(TableLoader(codec=codec, block="decoder"), inputs={"i": beats},
                        expected={}, idle="none", stall="none",
                        name=f"table_loader_{codec}_decoder", settle=2000)
-    assert len(_images(result["output"]["o"])) == 2
+    assert len(_images(codec, result["output"]["o"])) == 2
     cycles = max(result["output_cycles"]["o"]) - min(result["input_cycles"]["i"]) + 1
     print(f"{codec}: {cycles} cycles for 2 images")
     assert cycles <= 2 * most, cycles
