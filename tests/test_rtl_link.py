@@ -145,6 +145,53 @@ def test_rx_names_bad_flits():
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
 
 
+@pytest.mark.xdist_group("link-rx-exponent")
+def test_rx_names_bad_bf16_flits():
+    """A coded bf16 flit that no writer makes ends its frame with the error beat, after
+    the values before the fault (each refused by the golden reader too): an escape that
+    carries a table exponent, an escape byte past the values' needs, body bits that are
+    not whole bytes, fewer bits than the values take; the flits after decode as before."""
+    table = ExponentTable((127, 126, 128, 125, 129, 124, 130))
+    fmt = LinkFormat("exponent", streams=2, flit_bytes=64)
+    writer = FlitWriter(fmt)
+    loads = writer.load(table)
+    good = (127 << 7 | np.arange(35) % 128).astype(np.uint16)
+    good[20] = 3 << 7                       # an escape: exponent 3, at value 20
+    [flit] = writer.frame(good, 1)
+    header = FlitHeader.unpack(flit)
+    assert header.codec == fmt.codec_id and header.bits == 8 * (49 + 1)
+
+    def with_header(body=flit[4:], **fields):
+        return FlitHeader(**{**header.__dict__, **fields}).pack() + bytes(body)
+
+    table_escape = bytearray(flit)
+    table_escape[4 + 49] = 127               # the escape byte: a table exponent
+    extra = bytearray(flit)
+    extra[4 + 50] = 7                        # one escape byte more than the values need
+    bad = {
+        "table escape": (bytes(table_escape), 20),
+        "extra escape": (with_header(extra[4:], bits=header.bits + 8), 35),
+        "not whole bytes": (with_header(bits=header.bits - 1), 0),
+        "bits below the values'": (with_header(bits=8 * 48), 0),
+    }
+    flits = list(loads) + [flit]
+    expected = decoder_beats([good], 1)
+    for name, (bad_flit, good_values) in bad.items():
+        reader = FlitReader(fmt)
+        for load in loads:
+            reader.read(load)
+        with pytest.raises(ValueError):
+            reader.read(bad_flit)
+        flits += [bad_flit, flit]
+        expected += decoder_beats([good], 1, error_after=good_values) + decoder_beats(
+            [good], 1)
+    rx = LinkRx(codec="exponent", streams=2, flit_bytes=64, link_bytes=16, tables=table)
+    result = run_beats(rx, inputs={"i": words_of_flits(flits, 16)},
+                       expected={"o_s1": expected}, idle="random", stall="random",
+                       name="link_rx_exponent_s2_f64_w16")
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+
+
 def _swapped(tables, first, second):
     """``tables`` with the codes of two symbols swapped: as good on the data, but a flit
     decoded with the wrong one of the two gives other symbols."""
