@@ -50,11 +50,12 @@ def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
 
 def link_sample(codec):
     """``(tables, frames)``: the bundled sample as the link's figures take it: tables
-    fitted on steps 0-2 of every e4m3 tensor, the step-3 tensors as frames."""
-    from .bundled import bundled_files
+    fitted on steps 0-2 of every tensor of the codec's format (e4m3; bf16 for the
+    exponent codec), the step-3 tensors as frames."""
+    from .bundled import bundled_bf16_files, bundled_files
     from .sim.link import fitted_link_tables
 
-    files = bundled_files()
+    files = bundled_bf16_files() if codec == "exponent" else bundled_files()
     earlier = [np.load(path).reshape(-1) for path in files if not path.stem.endswith("_s3")]
     later = [np.load(path).reshape(-1) for path in files if path.stem.endswith("_s3")]
     return fitted_link_tables(codec, earlier), later

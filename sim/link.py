@@ -144,7 +144,8 @@ def _worst_latency(result, streams):
 
 
 def fitted_link_tables(codec, frames):
-    """Tables fitted on ``frames`` (e4m3 arrays) for a link of ``codec``."""
+    """Tables fitted on ``frames`` (e4m3 arrays; bf16 for the exponent codec) for a link
+    of ``codec``."""
     from .blocks import get_block
 
     return link_tables(codec, get_block(f"{codec}-encoder").fitted_tables(list(frames)))

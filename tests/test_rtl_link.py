@@ -586,3 +586,19 @@ def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes):
     for index in range(streams):
         want = [frame for stream, frame in frames if stream == index]
         assert [list(frame) for frame in got[index]] == [list(frame) for frame in want]
+
+
+def test_link_figures_take_the_sample_of_the_codecs_format():
+    """``linkcodec report link-tx link-rx`` simulates the link on the bundled sample of
+    its codec's format: e4m3 bytes, or bf16 values for the exponent codec, with tables
+    fitted on steps 0-2 and the step-3 tensors as frames."""
+    from linkcodec.link_hardware import link_sample
+
+    for codec, dtype, files in (("qlc", np.uint8, bundled_files()),
+                                ("exponent", np.uint16, bundled_bf16_files())):
+        tables, frames = link_sample(codec)
+        later = [path for path in files if path.stem.endswith("_s3")]
+        assert isinstance(tables, ExponentTable if codec == "exponent" else QlcCode)
+        assert [frame.dtype for frame in frames] == [dtype] * len(later)
+        assert sum(frame.size for frame in frames) == sum(np.load(path).size
+                                                          for path in later)
