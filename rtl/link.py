@@ -407,12 +407,21 @@ class _TxStream(wiring.Component):
             field = symbol[VALUE_BITS - 4:VALUE_BITS + 4]        # bits 7..14
             escaped = [~Cat(*[field == register for register in exponents]).any()
                        for exponents in banks]
+            # The flit's bits with the value, and whether they overflow the body, are
+            # computed from the registers for both cases (an escape or not), and the
+            # value's escape flag only selects: no adder or compare after the compares.
+            escape = Mux(cut_bank, escaped[1], escaped[0])
             rounded = Signal(13)
+            plain, with_escape = Signal(12), Signal(12)
+            over_plain, over_escape = Signal(), Signal()
             m.d.comb += [new_value_bits.eq(value_bits + VALUE_BITS),
-                         new_escape_bits.eq(escape_bits + Mux(Mux(cut_bank, escaped[1],
-                                                                  escaped[0]), 8, 0)),
                          rounded.eq(new_value_bits + 7),
-                         new_acc.eq(Cat(Const(0, 3), rounded[3:]) + new_escape_bits)]
+                         plain.eq(Cat(Const(0, 3), rounded[3:]) + escape_bits),
+                         with_escape.eq(plain + 8),
+                         over_plain.eq(plain > body_bits),
+                         over_escape.eq(with_escape > body_bits),
+                         new_escape_bits.eq(escape_bits + Mux(escape, 8, 0)),
+                         new_acc.eq(Mux(escape, with_escape, plain))]
         else:
             # The code lengths of both banks side by side (bank 1 in the top 5 bits), read
             # at once and selected after the read: the bank select is not in the read's
@@ -440,7 +449,7 @@ class _TxStream(wiring.Component):
             m.d.sync += [ahead.eq(1), ahead_tag.eq(self.fresh_bank), switch_at.eq(written)]
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
-        over = new_acc > body_bits
+        over = Mux(escape, over_escape, over_plain) if bf16 else new_acc > body_bits
         cut = has & Mux(coded, over, (count == raw_symbols) & over)
         decide = has & ~coded & (count == raw_symbols) & ~over
         entry = Signal(data.StructLayout({"symbol": symbol_bits, "has": 1, "end": 1}))
@@ -1289,13 +1298,14 @@ class _RxStream(wiring.Component):
                 ]
         advance = ~held | used
         if bf16:
-            coded_reading, coded_start, malformed = self._read_exponent(
+            coded_reading, coded_start, malformed, settled = self._read_exponent(
                 m, decoder, h_count=h_count, h_bits=h_bits, word=word, byte=byte,
-                select=held_select, read_byte=read_byte, freed=freed)
+                select=held_select, read_byte=read_byte, freed=freed,
+                changed=freed | (self.write & (self.write_row == 0)))
             m.d.comb += read.en.eq(advance | coded_reading)
         else:
             coded_reading = coded_start = Const(0, 1)
-            malformed = Const(0, 1)
+            malformed, settled = Const(0, 1), Const(1, 1)
             m.d.comb += read.en.eq(advance)
         with m.If(advance):
             m.d.sync += held.eq(0)
@@ -1316,7 +1326,7 @@ class _RxStream(wiring.Component):
                    else Const(1, 1))
         blocked = self.loading & (self.load_bank == h_bank)
         with m.If(~reading):
-            with m.If(full.bit_select(out_slot, 1) & ~switching):
+            with m.If(full.bit_select(out_slot, 1) & ~switching & (is_raw | settled)):
                 with m.If(is_raw | (~bank_ok & ~blocked) | malformed):
                     with m.If(outstanding == 0):
                         m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
@@ -1424,25 +1434,34 @@ class _RxStream(wiring.Component):
         return m
 
     def _read_exponent(self, m, decoder, *, h_count, h_bits, word, byte, select, read_byte,
-                       freed):
+                       freed, changed):
         """A coded bf16 flit into the exponent decoder: its values (the body's first
         ``ceil(11 count / 8)`` bytes) read 16 bits a cycle and gathered into the
         decoder's 64-bit words, its escape bytes (the rest of its bits) a byte a word.
         Each read goes into a queue of its kind with room for it, one kind or the other
         a cycle (in turn while both have room), so neither of the decoder's ports waits
-        on the other's. Returns ``(reading, start, malformed)``: a flit is being read;
-        start one (its header in view, set here); its header cannot be a coded flit's
-        (bits below its values', or not whole bytes: it gives the error beat)."""
+        on the other's. The header's sizes (its values' bits, 11 a value) are registers,
+        derived the cycle after the header comes in view (``changed``: the slot read or a
+        header written changes). Returns ``(reading, start, malformed, settled)``: a flit
+        is being read; start one (its header in view, set here); its header cannot be a
+        coded flit's (its bits not whole bytes, more than the body or fewer than its
+        values take: it gives the error beat); those sizes are the header's in view."""
         p = self._params
         column_bits = (p.link_bytes - 1).bit_length()
         reading = Signal()
         start = Signal()
-        malformed = Signal()
-        value_bits = Signal(16)
+        settled = Signal()
+        products = Signal(16)
+        value_bits = Signal(16)           # of the header in view, a cycle late
         split = Signal(13)                # the values' bytes
-        m.d.comb += [value_bits.eq(h_count * VALUE_BITS),
-                     split.eq((value_bits + 7) >> 3),
-                     malformed.eq((h_bits[:3] != 0) | ((h_bits >> 3) < split))]
+        escape_count = Signal(12)         # the escape bytes
+        malformed = Signal()
+        m.d.comb += products.eq(h_count * VALUE_BITS)
+        m.d.sync += [settled.eq(~changed), value_bits.eq(products),
+                     split.eq((products + 7) >> 3),
+                     escape_count.eq((h_bits >> 3) - ((products + 7) >> 3)),
+                     malformed.eq((h_bits[:3] != 0) | (h_bits > p.fmt.body_bits)
+                                  | ((h_bits >> 3) < ((products + 7) >> 3)))]
         value_byte = Signal(13)           # the flit byte of the next values read
         values_left = Signal(12)          # 16-bit reads of values left
         escape_byte = Signal(13)
@@ -1469,8 +1488,8 @@ class _RxStream(wiring.Component):
             m.d.sync += [reading.eq(1),
                          value_byte.eq(HEADER_BYTES), values_left.eq((value_bits + 15) >> 4),
                          escape_byte.eq(HEADER_BYTES + split),
-                         escapes_left.eq((h_bits >> 3) - split),
-                         empty_escapes.eq((h_bits >> 3) == split),
+                         escapes_left.eq(escape_count),
+                         empty_escapes.eq(escape_count == 0),
                          tail.eq(Mux(total[:6] == 0, 64, total[:6]))]
         may_value = (values_left != 0) & (pieces.level + got_value < pieces.depth)
         may_escape = (((escapes_left != 0) | empty_escapes)
@@ -1533,7 +1552,7 @@ class _RxStream(wiring.Component):
                      decoder.i_escapes.payload.bits.eq(Mux(escape[8], 8, 0)),
                      decoder.i_escapes.payload.last.eq(escape[9]),
                      escapes.r_en.eq(decoder.i_escapes.ready)]
-        return reading, start, malformed
+        return reading, start, malformed, settled
 
 
 

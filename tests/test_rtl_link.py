@@ -150,7 +150,8 @@ def test_rx_names_bad_bf16_flits():
     """A coded bf16 flit that no writer makes ends its frame with the error beat, after
     the values before the fault (each refused by the golden reader too): an escape that
     carries a table exponent, an escape byte past the values' needs, body bits that are
-    not whole bytes, fewer bits than the values take; the flits after decode as before."""
+    not whole bytes, fewer than the values take or more than the body holds; the flits
+    after decode as before."""
     table = ExponentTable((127, 126, 128, 125, 129, 124, 130))
     fmt = LinkFormat("exponent", streams=2, flit_bytes=64)
     writer = FlitWriter(fmt)
@@ -173,6 +174,7 @@ def test_rx_names_bad_bf16_flits():
         "extra escape": (with_header(extra[4:], bits=header.bits + 8), 35),
         "not whole bytes": (with_header(bits=header.bits - 1), 0),
         "bits below the values'": (with_header(bits=8 * 48), 0),
+        "bits past the body": (with_header(bits=8 * fmt.body_bytes + 8), 0),
     }
     flits = list(loads) + [flit]
     expected = decoder_beats([good], 1)
