@@ -374,12 +374,22 @@ class _TxStream(wiring.Component):
         coded = Signal()                  # its choice is known: coded
         new_acc = Signal(12)
         if bf16:
-            value_bits = Signal(12)       # the chunk's values' bits (11 a value)
-            escape_bits = Signal(12)      # ... and its escapes' (8 an escape)
-            new_value_bits = Signal(12)
-            new_escape_bits = Signal(12)
-            restart = [value_bits.eq(0), escape_bits.eq(0)]
-            step = [value_bits.eq(new_value_bits), escape_bits.eq(new_escape_bits)]
+            # The chunk's values' bits (11 a value) and escapes' (8 an escape); the
+            # flit's bits with one value more, not an escape (``plain``: the values'
+            # rounded up to a byte, then the escapes') and with it an escape (``+ 8``);
+            # and the values' bits, rounded, with two values more. All registers, so
+            # that the next value's escape flag only selects between sums.
+            def round_up(bits):
+                return (bits + 7) & ~7
+
+            value_bits = Signal(12)
+            escape_bits = Signal(12)
+            plain = Signal(12, init=round_up(VALUE_BITS))
+            plain_escape = Signal(12, init=round_up(VALUE_BITS) + 8)
+            rounded_next = Signal(12, init=round_up(2 * VALUE_BITS))
+            restart = [value_bits.eq(0), escape_bits.eq(0), plain.eq(plain.init),
+                       plain_escape.eq(plain_escape.init), rounded_next.eq(rounded_next.init)]
+            step = []                     # (below, once the escape flag is known)
         else:
             restart = step = []
         # Between frames the cutter takes a fresh table at once.
@@ -411,17 +421,16 @@ class _TxStream(wiring.Component):
             # computed from the registers for both cases (an escape or not), and the
             # value's escape flag only selects: no adder or compare after the compares.
             escape = Mux(cut_bank, escaped[1], escaped[0])
-            rounded = Signal(13)
-            plain, with_escape = Signal(12), Signal(12)
-            over_plain, over_escape = Signal(), Signal()
-            m.d.comb += [new_value_bits.eq(value_bits + VALUE_BITS),
-                         rounded.eq(new_value_bits + 7),
-                         plain.eq(Cat(Const(0, 3), rounded[3:]) + escape_bits),
-                         with_escape.eq(plain + 8),
-                         over_plain.eq(plain > body_bits),
-                         over_escape.eq(with_escape > body_bits),
-                         new_escape_bits.eq(escape_bits + Mux(escape, 8, 0)),
-                         new_acc.eq(Mux(escape, with_escape, plain))]
+            after = Signal(13)            # the flit's bits after one more value, plain
+            rounded_after = Signal(13)    # ... the values' rounded bits after two more
+            m.d.comb += [after.eq(rounded_next + escape_bits),
+                         rounded_after.eq(value_bits + 3 * VALUE_BITS + 7),
+                         new_acc.eq(Mux(escape, plain_escape, plain))]
+            step += [value_bits.eq(value_bits + VALUE_BITS),
+                     escape_bits.eq(escape_bits + Mux(escape, 8, 0)),
+                     rounded_next.eq(Cat(Const(0, 3), rounded_after[3:])),
+                     plain.eq(after + Mux(escape, 8, 0)),
+                     plain_escape.eq(after + Mux(escape, 16, 8))]
         else:
             # The code lengths of both banks side by side (bank 1 in the top 5 bits), read
             # at once and selected after the read: the bank select is not in the read's
@@ -449,7 +458,10 @@ class _TxStream(wiring.Component):
             m.d.sync += [ahead.eq(1), ahead_tag.eq(self.fresh_bank), switch_at.eq(written)]
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
-        over = Mux(escape, over_escape, over_plain) if bf16 else new_acc > body_bits
+        if bf16:
+            over = Mux(escape, plain_escape > body_bits, plain > body_bits)
+        else:
+            over = new_acc > body_bits
         cut = has & Mux(coded, over, (count == raw_symbols) & over)
         decide = has & ~coded & (count == raw_symbols) & ~over
         entry = Signal(data.StructLayout({"symbol": symbol_bits, "has": 1, "end": 1}))
