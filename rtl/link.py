@@ -1453,8 +1453,8 @@ class _RxStream(wiring.Component):
         Each read goes into a queue of its kind with room for it, one kind or the other
         a cycle (in turn while both have room), so neither of the decoder's ports waits
         on the other's. The header's sizes (its values' bits, 11 a value) are registers,
-        derived the cycle after the header comes in view (``changed``: the slot read or a
-        header written changes). Returns ``(reading, start, malformed, settled)``: a flit
+        derived in the two cycles after the header comes in view (``changed``: the slot
+        read or a header written changes). Returns ``(reading, start, malformed, settled)``: a flit
         is being read; start one (its header in view, set here); its header cannot be a
         coded flit's (its bits not whole bytes, more than the body or fewer than its
         values take: it gives the error beat); those sizes are the header's in view."""
@@ -1462,18 +1462,25 @@ class _RxStream(wiring.Component):
         column_bits = (p.link_bytes - 1).bit_length()
         reading = Signal()
         start = Signal()
+        # Two stages: 11 x count (shifts and adds: a multiplier block is slower) and the
+        # header's bits; then the sizes from those registers.
+        early = Signal()
         settled = Signal()
         products = Signal(16)
-        value_bits = Signal(16)           # of the header in view, a cycle late
+        body_bytes = Signal(9)
+        bits_sound = Signal()
+        value_bits = Signal(16)           # of the header in view, two cycles late
         split = Signal(13)                # the values' bytes
         escape_count = Signal(12)         # the escape bytes
         malformed = Signal()
-        m.d.comb += products.eq(h_count * VALUE_BITS)
-        m.d.sync += [settled.eq(~changed), value_bits.eq(products),
-                     split.eq((products + 7) >> 3),
-                     escape_count.eq((h_bits >> 3) - ((products + 7) >> 3)),
-                     malformed.eq((h_bits[:3] != 0) | (h_bits > p.fmt.body_bits)
-                                  | ((h_bits >> 3) < ((products + 7) >> 3)))]
+        m.d.sync += [early.eq(~changed), settled.eq(early & ~changed),
+                     products.eq((h_count << 3) + (h_count << 1) + h_count),
+                     body_bytes.eq(h_bits >> 3),
+                     bits_sound.eq((h_bits[:3] == 0) & (h_bits <= p.fmt.body_bits))]
+        rounded = (products + 7) >> 3
+        m.d.sync += [value_bits.eq(products), split.eq(rounded),
+                     escape_count.eq(body_bytes - rounded),
+                     malformed.eq(~bits_sound | (body_bytes < rounded))]
         value_byte = Signal(13)           # the flit byte of the next values read
         values_left = Signal(12)          # 16-bit reads of values left
         escape_byte = Signal(13)
