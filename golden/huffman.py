@@ -49,7 +49,7 @@ import math
 import numpy as np
 
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, DecodeErrors, InvalidCodeError,
-                        TruncatedStreamError, as_index, as_symbols)
+                        TruncatedStreamError, as_frame_bytes, as_index, as_symbols)
 from .formats import FormatError, check_scale, e4m3_pmf_at_scale
 from .pmf import check_pmf
 from .prefix_decoder import PrefixDecoder
@@ -59,6 +59,9 @@ __all__ = [
     "SYMBOLS",
     "DEFAULT_MAX_LENGTH",
     "DEFAULT_SMOOTHING",
+    "VALUE_BITS",
+    "CODED_BITS",
+    "DEFAULT_CODED_BITS",
     "FORMAT",
     "VERSION",
     "HuffmanCodebookError",
@@ -69,6 +72,9 @@ __all__ = [
     "canonical_codes",
     "smooth_pmf",
     "average_pmf",
+    "check_split",
+    "as_values",
+    "coded_part",
     "HuffmanCodebook",
     "per_shard_huffman_bits",
     "shannon_bits",
@@ -91,13 +97,32 @@ DEFAULT_MAX_LENGTH = 15
 #: Weight of the uniform distribution mixed into a codebook's PMF (see the module doc).
 DEFAULT_SMOOTHING = 2.0 ** -16
 
-#: ``format`` and ``version`` of a codebook file.
+#: The widths of the values a codebook codes (``value_bits``): 8 (e4m3 symbols) or 16
+#: (bf16 values, coded by their top ``coded_bits``, the rest sent raw after each code).
+VALUE_BITS = (8, 16)
+
+#: The widths of the coded part of a value (``coded_bits``): 8 to 12 bits, so the code's
+#: alphabet is 256 to 4,096 symbols. e4m3 codebooks code all 8 bits.
+CODED_BITS = range(8, 13)
+
+#: The default ``coded_bits`` of each ``value_bits``: all of an e4m3 symbol; for bf16, the
+#: sign, the exponent and the two highest mantissa bits (11), chosen by measurement
+#: (``linkcodec bench --bf16``, ``docs/huffman.md`` "bf16 values").
+DEFAULT_CODED_BITS = {8: 8, 16: 11}
+
+#: ``format`` and ``version`` of a codebook file. Version 1 files are e4m3 codebooks
+#: (8-bit values, every symbol coded, no escape); a codebook with wider values or an
+#: escape is written as version 2, with ``value_bits``, ``coded_bits`` and
+#: ``escape_length``; an e4m3 codebook without escape is still written as version 1.
 FORMAT = "linkcodec-huffman-codebook"
 VERSION = 1
+VERSIONS = (1, 2)
 
 # The smallest limit that holds every symbol: 2**8 codes.
 _MIN_CODEBOOK_LENGTH = 8
 _JSON_KEYS = ("format", "version", "id", "max_length", "lengths", "codes", "source")
+_JSON_KEYS_2 = _JSON_KEYS[:4] + ("value_bits", "coded_bits", "escape_length",
+                                 "escape_code") + _JSON_KEYS[4:]
 
 
 class HuffmanCodebookError(ValueError):
@@ -274,24 +299,73 @@ def canonical_codes(lengths):
 
 # -- PMFs ------------------------------------------------------------------------------
 
-def smooth_pmf(pmf, smoothing=DEFAULT_SMOOTHING):
-    """``(1 - smoothing) * pmf / sum(pmf) + smoothing / 256`` for 256 weights.
-
-    ``smoothing`` is 0..1; 0 leaves the normalised PMF as it is.
-    """
-    weights = check_pmf(pmf, SYMBOLS, error=HuffmanCodebookError)
+def _check_smoothing(smoothing):
     try:
         smoothing = float(smoothing)
     except (TypeError, ValueError):
         raise TypeError(f"smoothing must be a number, not {type(smoothing).__name__}") from None
     if not 0.0 <= smoothing <= 1.0:
         raise HuffmanCodebookError(f"smoothing is {smoothing}; it must be 0..1")
-    return (1.0 - smoothing) * _normalised(weights) + smoothing / SYMBOLS
+    return smoothing
 
 
-def average_pmf(batches, scales=None, *, scale=None):
+def smooth_pmf(pmf, smoothing=DEFAULT_SMOOTHING, *, symbols=SYMBOLS):
+    """``(1 - smoothing) * pmf / sum(pmf) + smoothing / symbols`` for ``symbols``
+    weights (256 by default).
+
+    ``smoothing`` is 0..1; 0 leaves the normalised PMF as it is.
+    """
+    weights = check_pmf(pmf, symbols, error=HuffmanCodebookError)
+    smoothing = _check_smoothing(smoothing)
+    return (1.0 - smoothing) * _normalised(weights) + smoothing / symbols
+
+
+def check_split(value_bits, coded_bits=None):
+    """``(value_bits, coded_bits)`` checked: ``value_bits`` one of :data:`VALUE_BITS`,
+    ``coded_bits`` one of :data:`CODED_BITS` and at most ``value_bits`` (None: the
+    default of :data:`DEFAULT_CODED_BITS`); else :class:`HuffmanCodebookError` naming
+    the value."""
+    value_bits = as_index(value_bits, "value_bits")
+    if value_bits not in VALUE_BITS:
+        raise HuffmanCodebookError(f"value_bits is {value_bits}; it must be 8 (e4m3) or "
+                                   f"16 (bf16)")
+    if coded_bits is None:
+        coded_bits = DEFAULT_CODED_BITS[value_bits]
+    coded_bits = as_index(coded_bits, "coded_bits")
+    if coded_bits not in CODED_BITS or coded_bits > value_bits:
+        raise HuffmanCodebookError(
+            f"coded_bits is {coded_bits}; with value_bits {value_bits} it must be "
+            f"{CODED_BITS[0]}..{min(CODED_BITS[-1], value_bits)}")
+    return value_bits, coded_bits
+
+
+def as_values(values, value_bits=8):
+    """``values`` as a flat array of ``value_bits``-bit values: uint8 e4m3 symbols
+    (:func:`~linkcodec.golden.bitstream.as_symbols`) or uint16 bf16 bit patterns; another
+    type raises :class:`TypeError` naming it."""
+    if value_bits == 8:
+        return as_symbols(values)
+    array = np.asarray(values)
+    if array.dtype != np.uint16:
+        raise TypeError(f"values must be a uint16 array of bf16 bit patterns, not "
+                        f"{array.dtype}; view a bfloat16 array as uint16")
+    return array.reshape(-1)
+
+
+def coded_part(values, value_bits=8, coded_bits=None):
+    """The symbols a codebook of this split codes: each value's top ``coded_bits``."""
+    value_bits, coded_bits = check_split(value_bits, coded_bits)
+    values = as_values(values, value_bits)
+    return (values >> (value_bits - coded_bits)).astype(np.int64)
+
+
+def average_pmf(batches, scales=None, *, scale=None, value_bits=8, coded_bits=None):
     """Average of the normalised PMFs of ``batches`` (uint8 symbol arrays); empty batches
     are skipped. Returns ``(pmf, batches_used, symbols)``.
+
+    With ``value_bits=16`` the batches are bf16 values (uint16) and the PMF is that of
+    their top ``coded_bits`` (:func:`coded_part`), ``2**coded_bits`` entries; scales are
+    for e4m3 batches only.
 
     With ``scales`` (one per batch, the factor each was multiplied by before the e4m3
     cast) and the ``scale`` of the batch to come, the average is taken of the values, not
@@ -310,11 +384,15 @@ def average_pmf(batches, scales=None, *, scale=None):
         if len(scales) != len(batches):
             raise HuffmanCodebookError(f"{len(scales)} scales for {len(batches)} batches: "
                                        f"give one scale per batch")
+    value_bits, coded_bits = check_split(value_bits, coded_bits)
+    if scales is not None and value_bits != 8:
+        raise HuffmanCodebookError("scales are for e4m3 batches: bf16 values carry their "
+                                   "own scale")
     pmfs, kept, total = [], [], 0
     for index, batch in enumerate(batches):
-        symbols = as_symbols(batch)
+        symbols = coded_part(batch, value_bits, coded_bits)
         if symbols.size:
-            pmfs.append(np.bincount(symbols, minlength=SYMBOLS) / symbols.size)
+            pmfs.append(np.bincount(symbols, minlength=1 << coded_bits) / symbols.size)
             kept.append(index)
             total += symbols.size
     if not pmfs:
@@ -337,50 +415,83 @@ def _binary(code, length):
 
 
 class HuffmanCodebook:
-    """A single-stage Huffman codebook: a prefix code for all 256 symbols.
+    """A single-stage Huffman codebook: a prefix code for the values of one split.
 
-    ``lengths`` (``uint8[256]``, each ``1..max_length``) and ``codes`` (``uint32[256]``,
-    canonical from the lengths unless given) are read-only arrays; ``max_length`` is the
+    A codebook codes values of ``value_bits`` (8: e4m3 symbols; 16: bf16 values) by their
+    top ``coded_bits`` (8 to 12): each value is sent as the code of its coded part
+    followed by its low ``value_bits - coded_bits`` bits raw (the *tail*). An e4m3
+    codebook (8 / 8) has no tail. With an *escape* (``escape_length`` > 0), coded parts
+    of length 0 have no code of their own: such a value is sent as the escape code
+    followed by the whole value raw (``value_bits`` bits), so every value stays codable
+    while the code space goes to the parts the earlier batches showed.
+
+    ``lengths`` (``uint8[2**coded_bits]``, each ``0..max_length``, 0 only with an escape)
+    and ``codes`` (``uint32``, canonical from the lengths unless given, the escape
+    counted as symbol ``2**coded_bits``) are read-only arrays; ``max_length`` is the
     longest length allowed, ``id`` a name both ends of a link agree on (by default
-    ``"hc-"`` and the first 12 hex digits of the SHA-256 of the 256 length bytes
-    followed by the 256 codes as big-endian uint32), ``source`` a JSON-able dict saying
-    how the codebook was made. The object is immutable.
+    ``"hc-"`` and the first 12 hex digits of the SHA-256 of the length bytes followed
+    by the codes as big-endian uint32, and for a codebook other than 8 / 8 without escape,
+    the split and the escape's length and code as four more big-endian uint32),
+    ``source`` a JSON-able dict saying how the codebook was made. The object is
+    immutable.
 
     Checked on construction, raising :class:`HuffmanCodebookError`: every symbol has a
-    code, lengths are in range, codes fit their lengths, the Kraft sum is at most 1 and
-    no code is a prefix of another. A code need not be complete (Kraft sum 1); a frame
-    of an incomplete code can hold bits that start no code word.
+    code (or there is an escape), lengths are in range, codes fit their lengths, the
+    Kraft sum is at most 1 and no code is a prefix of another. A code need not be
+    complete (Kraft sum 1); a frame of an incomplete code can hold bits that start no
+    code word.
     """
 
-    def __init__(self, lengths, codes=None, *, max_length=DEFAULT_MAX_LENGTH, id=None,
-                 source=None):
+    def __init__(self, lengths, codes=None, *, max_length=DEFAULT_MAX_LENGTH, value_bits=8,
+                 coded_bits=None, escape_length=0, escape_code=None, id=None, source=None):
         max_length = _check_max_length(max_length, _MIN_CODEBOOK_LENGTH)
+        value_bits, coded_bits = check_split(value_bits, coded_bits)
+        symbols = 1 << coded_bits
+        escape_length = as_index(escape_length, "escape_length")
+        if not 0 <= escape_length <= max_length:
+            raise HuffmanCodebookError(f"escape_length is {escape_length}; it must be 0 (no "
+                                       f"escape) .. max_length = {max_length}")
         lengths = _check_lengths(lengths)
-        if lengths.size != SYMBOLS:
-            raise HuffmanCodebookError(f"a codebook has {SYMBOLS} lengths, one per symbol, "
+        if lengths.size != symbols:
+            raise HuffmanCodebookError(f"a codebook has {symbols} lengths, one per symbol, "
                                        f"not {lengths.size}")
         missing = np.flatnonzero(lengths == 0)
-        if missing.size:
+        if missing.size and not escape_length:
             raise HuffmanCodebookError(f"symbol {missing[0]} has no code (length 0); every "
-                                       f"symbol needs one")
+                                       f"symbol needs one, or the codebook an escape")
         long = np.flatnonzero(lengths > max_length)
         if long.size:
             raise HuffmanCodebookError(f"symbol {long[0]} has length {lengths[long[0]]}, "
                                        f"more than max_length {max_length}")
+        every = np.append(lengths, escape_length) if escape_length else lengths
         if codes is None:
-            codes = canonical_codes(lengths).astype(np.int64)
+            if escape_code is not None:
+                raise HuffmanCodebookError("escape_code is given without codes: give both "
+                                           "or neither")
+            codes = canonical_codes(every).astype(np.int64)
         else:
-            codes = self._check_codes(codes, lengths)
-        self._check_prefix_code(lengths, codes)
+            if escape_length:
+                if escape_code is None:
+                    raise HuffmanCodebookError("an escape needs escape_code when codes are "
+                                               "given")
+                codes = np.append(np.asarray(codes), as_index(escape_code, "escape_code"))
+            elif escape_code is not None:
+                raise HuffmanCodebookError("escape_code is given but escape_length is 0")
+            codes = self._check_codes(codes, every, bool(escape_length))
+        self._check_prefix_code(every, codes)
 
-        self._lengths = lengths.astype(np.uint8)
-        self._codes = codes.astype(np.uint32)
-        self._lengths.setflags(write=False)
-        self._codes.setflags(write=False)
+        self._value_bits, self._coded_bits = value_bits, coded_bits
+        self._every_length = every.astype(np.uint8)
+        self._every_code = codes.astype(np.uint32)
+        self._lengths = self._every_length[:symbols]
+        self._codes = self._every_code[:symbols]
+        for array in (self._every_length, self._every_code, self._lengths, self._codes):
+            array.setflags(write=False)
+        self._escape_length = escape_length
+        self._escape_code = int(codes[symbols]) if escape_length else 0
         self._max_length = max_length
         if id is None:
-            digest = hashlib.sha256(self._lengths.tobytes()
-                                    + self._codes.astype(">u4").tobytes()).hexdigest()
+            digest = hashlib.sha256(self._hashed_bytes()).hexdigest()
             id = "hc-" + digest[:12]
         if not isinstance(id, str) or not id:
             raise HuffmanCodebookError(f"id must be a non-empty string, not {id!r}")
@@ -396,15 +507,24 @@ class HuffmanCodebook:
         self._source = json.loads(self._source_json)
         self._encoder = None          # the pair-table encoder, built on first use
         self._decoder = None          # the PrefixDecoder, built on first use
+        self._split_tables = None     # the split decoder's window tables, on first use
+
+    def _hashed_bytes(self):
+        text = self._lengths.tobytes() + self._codes.astype(">u4").tobytes()
+        if self.is_e4m3:
+            return text
+        extra = [self._value_bits, self._coded_bits, self._escape_length, self._escape_code]
+        return text + np.array(extra, dtype=">u4").tobytes()
 
     @staticmethod
-    def _check_codes(codes, lengths):
+    def _check_codes(codes, lengths, escape=False):
         codes = np.asarray(codes)
         if codes.dtype == np.bool_ or not np.issubdtype(codes.dtype, np.integer):
             raise HuffmanCodebookError(f"codes must hold integers, not {codes.dtype}")
-        if codes.shape != (SYMBOLS,):
-            raise HuffmanCodebookError(f"a codebook has {SYMBOLS} codes, one per symbol, "
-                                       f"not shape {codes.shape}")
+        if codes.shape != lengths.shape:
+            raise HuffmanCodebookError(f"a codebook has {lengths.size} codes, one per "
+                                       f"symbol{' and the escape' if escape else ''}, not "
+                                       f"shape {codes.shape}")
         bad = np.flatnonzero(codes < 0)
         if bad.size:
             raise HuffmanCodebookError(f"symbol {bad[0]} has a negative code ({codes[bad[0]]})")
@@ -418,6 +538,8 @@ class HuffmanCodebook:
 
     @staticmethod
     def _check_prefix_code(lengths, codes):
+        present = lengths > 0
+        lengths, codes = lengths[present], codes[present]
         width = int(lengths.max())
         units = _kraft_units(lengths, width)
         if units > 1 << width:
@@ -428,70 +550,98 @@ class HuffmanCodebook:
         # two such intervals overlap only if one contains the other, i.e. one code is a
         # prefix of the other. Sorted by (start, length), an overlap shows up between
         # neighbours.
+        names = np.flatnonzero(present)
         spans = np.left_shift(1, width - lengths)
         starts = codes << (width - lengths)
         order = np.lexsort((lengths, starts))
         overlap = starts[order][1:] < (starts + spans)[order][:-1]
         if overlap.any():
             index = int(np.flatnonzero(overlap)[0])
-            first, second = int(order[index]), int(order[index + 1])
-            if lengths[first] == lengths[second]:
+            one, two = int(order[index]), int(order[index + 1])
+            first, second = int(names[one]), int(names[two])
+            if lengths[one] == lengths[two]:
                 raise HuffmanCodebookError(
                     f"prefix property violated: symbols {first} and {second} have the same "
-                    f"code {_binary(codes[first], lengths[first])}")
+                    f"code {_binary(codes[one], lengths[one])}")
             raise HuffmanCodebookError(
                 f"prefix property violated: the code of symbol {first}, "
-                f"{_binary(codes[first], lengths[first])}, is a prefix of the code of "
-                f"symbol {second}, {_binary(codes[second], lengths[second])}")
+                f"{_binary(codes[one], lengths[one])}, is a prefix of the code of "
+                f"symbol {second}, {_binary(codes[two], lengths[two])}")
 
     # -- building ----------------------------------------------------------------------
 
     @classmethod
     def from_pmf(cls, pmf, max_length=DEFAULT_MAX_LENGTH, smoothing=DEFAULT_SMOOTHING, *,
-                 id=None, source=None):
+                 value_bits=8, coded_bits=None, escape=None, id=None, source=None):
         """The optimal codebook (lengths <= ``max_length``) for ``pmf`` after smoothing.
 
-        ``pmf``: 256 probabilities or counts. ``smoothing`` (0..1): see
-        :func:`smooth_pmf`; with 0, every symbol must have a nonzero weight. ``source``
-        entries are added to the recorded ``{"built_by", "smoothing"}``.
+        ``pmf``: ``2**coded_bits`` probabilities or counts of the coded parts (256 for
+        e4m3). Without escape, ``smoothing`` (0..1) mixes in the uniform distribution
+        (:func:`smooth_pmf`) so that every symbol gets a code; with 0, every symbol must
+        have a nonzero weight. With ``escape`` (the default for bf16 values, not for
+        e4m3), symbols of weight 0 get no code and the escape weighs ``smoothing`` (which
+        must then be above 0) against ``1 - smoothing`` for the rest. ``source`` entries
+        are added to the recorded ``{"built_by", "smoothing"}`` (and ``escape``).
         """
         max_length = _check_max_length(max_length, _MIN_CODEBOOK_LENGTH)
-        smoothed = smooth_pmf(pmf, smoothing)
+        value_bits, coded_bits = check_split(value_bits, coded_bits)
+        symbols = 1 << coded_bits
+        if escape is None:
+            escape = value_bits != 8
+        info = {"built_by": "from_pmf", "smoothing": float(smoothing)}
+        if escape:
+            weights = _normalised(check_pmf(pmf, symbols, error=HuffmanCodebookError))
+            smoothing = _check_smoothing(smoothing)
+            if smoothing == 0:
+                raise HuffmanCodebookError("an escape weighs smoothing, and smoothing is 0: "
+                                           "give smoothing above 0")
+            every = code_lengths(np.append((1.0 - smoothing) * weights, smoothing),
+                                 max_length)
+            info["escape"] = True
+            info.update(source or {})
+            return cls(every[:-1], max_length=max_length, value_bits=value_bits,
+                       coded_bits=coded_bits, escape_length=int(every[-1]), id=id,
+                       source=info)
+        smoothed = smooth_pmf(pmf, smoothing, symbols=symbols)
         missing = np.flatnonzero(smoothed == 0)
         if missing.size:
             raise HuffmanCodebookError(f"symbol {missing[0]} has probability 0 and smoothing "
                                        f"is 0: every symbol needs a code")
-        info = {"built_by": "from_pmf", "smoothing": float(smoothing)}
         info.update(source or {})
-        return cls(code_lengths(smoothed, max_length), max_length=max_length, id=id,
-                   source=info)
+        return cls(code_lengths(smoothed, max_length), max_length=max_length,
+                   value_bits=value_bits, coded_bits=coded_bits, id=id, source=info)
 
     @classmethod
     def from_batches(cls, batches, max_length=DEFAULT_MAX_LENGTH,
-                     smoothing=DEFAULT_SMOOTHING, *, scales=None, scale=None, id=None,
-                     source=None):
+                     smoothing=DEFAULT_SMOOTHING, *, scales=None, scale=None, value_bits=8,
+                     coded_bits=None, escape=None, id=None, source=None):
         """The codebook for the average of the normalised PMFs of ``batches``.
 
-        ``batches``: an iterable of uint8 symbol arrays (earlier traffic); empty ones are
-        skipped. Each batch weighs the same, whatever its size. ``scales`` and ``scale``:
-        the batches' e4m3 scales and the scale of the batch to be coded, for a codebook
-        that follows the scale (:func:`average_pmf`). ``source`` records ``built_by``,
-        ``batches``, ``symbols``, ``smoothing`` and any scales.
+        ``batches``: an iterable of uint8 symbol arrays (earlier traffic), or with
+        ``value_bits=16`` of uint16 bf16 values; empty ones are skipped. Each batch weighs
+        the same, whatever its size. ``scales`` and ``scale``: the batches' e4m3 scales
+        and the scale of the batch to be coded, for a codebook that follows the scale
+        (:func:`average_pmf`). ``coded_bits`` and ``escape``: as :meth:`from_pmf`.
+        ``source`` records ``built_by``, ``batches``, ``symbols``, ``smoothing`` and any
+        scales.
         """
-        pmf, used, total = average_pmf(batches, scales, scale=scale)
+        pmf, used, total = average_pmf(batches, scales, scale=scale, value_bits=value_bits,
+                                       coded_bits=coded_bits)
         info = {"built_by": "from_batches (average of per-batch PMFs)", "batches": used,
                 "symbols": int(total)}
         if scales is not None:
             info.update(built_by="from_batches (average of per-batch PMFs at one scale)",
                         scales=[float(s) for s in scales], scale=float(scale))
         info.update(source or {})
-        return cls.from_pmf(pmf, max_length, smoothing, id=id, source=info)
+        return cls.from_pmf(pmf, max_length, smoothing, value_bits=value_bits,
+                            coded_bits=coded_bits, escape=escape, id=id, source=info)
 
     # -- properties --------------------------------------------------------------------
 
     @property
     def lengths(self):
-        """Code length of each symbol (read-only ``uint8`` array, 256 entries)."""
+        """Code length of each symbol (read-only ``uint8`` array, ``2**coded_bits``
+        entries; 0: no code of its own, sent by the escape)."""
         return self._lengths
 
     @property
@@ -504,6 +654,37 @@ class HuffmanCodebook:
         return self._max_length
 
     @property
+    def value_bits(self):
+        """Width of the values coded: 8 (e4m3) or 16 (bf16)."""
+        return self._value_bits
+
+    @property
+    def coded_bits(self):
+        """Width of the coded part of a value (its top bits); the rest goes raw."""
+        return self._coded_bits
+
+    @property
+    def tail_bits(self):
+        """The raw bits after each code: ``value_bits - coded_bits``."""
+        return self._value_bits - self._coded_bits
+
+    @property
+    def escape_length(self):
+        """Length of the escape code; 0 if the codebook has none."""
+        return self._escape_length
+
+    @property
+    def escape_code(self):
+        """The escape code word (0 if there is none)."""
+        return self._escape_code
+
+    @property
+    def is_e4m3(self):
+        """True for a codebook of e4m3 symbols (8 / 8) without escape: the codebooks the
+        hardware blocks and the link's table flits take."""
+        return self._value_bits == 8 and self._coded_bits == 8 and not self._escape_length
+
+    @property
     def id(self):
         return self._id
 
@@ -514,39 +695,60 @@ class HuffmanCodebook:
 
     @property
     def kraft_sum(self):
-        """``sum(2**-length)``: 1 for a complete code."""
-        return _kraft_units(self._lengths.astype(np.int64), MAX_CODE_LENGTH) / (
-            1 << MAX_CODE_LENGTH)
+        """``sum(2**-length)`` over the codes (the escape included): 1 for a complete
+        code."""
+        every = self._every_length.astype(np.int64)
+        return _kraft_units(every, MAX_CODE_LENGTH) / (1 << MAX_CODE_LENGTH)
 
     def __eq__(self, other):
-        """Equal when every field (lengths, codes, max_length, id, source) is."""
+        """Equal when every field (lengths, codes, split, escape, max_length, id,
+        source) is."""
         if not isinstance(other, HuffmanCodebook):
             return NotImplemented
         return (self._id == other._id and self._max_length == other._max_length
-                and np.array_equal(self._lengths, other._lengths)
-                and np.array_equal(self._codes, other._codes)
+                and self._value_bits == other._value_bits
+                and self._coded_bits == other._coded_bits
+                and np.array_equal(self._every_length, other._every_length)
+                and np.array_equal(self._every_code, other._every_code)
                 and self._source_json == other._source_json)
 
     def __hash__(self):
-        return hash((self._id, self._lengths.tobytes(), self._codes.tobytes()))
+        return hash((self._id, self._every_length.tobytes(), self._every_code.tobytes()))
 
     def __repr__(self):
-        return (f"HuffmanCodebook(id={self._id!r}, max_length={self._max_length}, lengths "
-                f"{int(self._lengths.min())}..{int(self._lengths.max())})")
+        split = "" if self.is_e4m3 else (
+            f", value_bits={self._value_bits}, coded_bits={self._coded_bits}, "
+            f"escape_length={self._escape_length}")
+        coded = self._lengths[self._lengths > 0]
+        return (f"HuffmanCodebook(id={self._id!r}, max_length={self._max_length}{split}, "
+                f"lengths {int(coded.min())}..{int(coded.max())})")
+
+    def value_lengths(self):
+        """Bits a value takes, per coded part (``int64``, ``2**coded_bits`` entries): its
+        code and tail, or the escape and the whole value."""
+        lengths = self._lengths.astype(np.int64)
+        escaped = self._escape_length + self._value_bits
+        return np.where(lengths > 0, lengths + self.tail_bits, escaped)
 
     def expected_bits(self, pmf):
-        """Expected bits per symbol of this code for ``pmf`` (256 probabilities or counts)."""
-        weights = _normalised(check_pmf(pmf, SYMBOLS, error=HuffmanCodebookError))
-        return float(weights @ self._lengths.astype(np.float64))
+        """Expected bits per value of this code for ``pmf`` (``2**coded_bits``
+        probabilities or counts of the coded parts), tails and escapes included."""
+        weights = _normalised(check_pmf(pmf, self._lengths.size, error=HuffmanCodebookError))
+        return float(weights @ self.value_lengths().astype(np.float64))
 
     # -- frames ------------------------------------------------------------------------
 
     def encode(self, symbols):
-        """Encode ``symbols`` (uint8 array, any shape, read in C order, or bytes).
+        """Encode ``symbols`` (uint8 e4m3 array, any shape, read in C order, or bytes; a
+        uint16 array of bf16 values for a codebook of 16-bit values).
 
         Returns ``(data, nbits)``: the frame's ``ceil(nbits / 8)`` bytes, MSB first,
-        zero-padded (``docs/bitstream.md``).
+        zero-padded (``docs/bitstream.md``). A value's code comes first, then its tail
+        (MSB first); an escaped value is the escape code, then the value's
+        ``value_bits`` bits.
         """
+        if not self.is_e4m3:
+            return self._encode_split(as_values(symbols, self._value_bits))
         symbols = as_symbols(symbols)
         if int(self._lengths.max()) <= 16 and int(self._lengths.min()) >= 1:
             if self._encoder is None:
@@ -554,43 +756,123 @@ class HuffmanCodebook:
             return self._encoder.encode(symbols)
         return pack_codes(np.take(self._codes, symbols), np.take(self._lengths, symbols))
 
+    def _encode_split(self, values):
+        tail_bits = self.tail_bits
+        top = (values >> tail_bits).astype(np.int64)
+        lengths = np.take(self._lengths, top).astype(np.int64)
+        escaped = lengths == 0
+        if escaped.any() and not self._escape_length:
+            raise AssertionError("a symbol without code in a codebook without escape")
+        values = values.astype(np.int64)
+        tails = values & ((1 << tail_bits) - 1)
+        first_codes = np.where(escaped, self._escape_code,
+                               (np.take(self._codes, top).astype(np.int64) << tail_bits)
+                               | tails)
+        first_lengths = np.where(escaped, self._escape_length, lengths + tail_bits)
+        # An escaped value takes two entries: the escape code, then the value raw.
+        at = np.arange(values.size) + np.cumsum(escaped) - escaped
+        codes = np.zeros(values.size + int(escaped.sum()), dtype=np.int64)
+        entry_lengths = np.zeros_like(codes)
+        codes[at], entry_lengths[at] = first_codes, first_lengths
+        codes[at[escaped] + 1] = values[escaped]
+        entry_lengths[at[escaped] + 1] = self._value_bits
+        return pack_codes(codes, entry_lengths)
+
     @property
     def decoder(self):
         """The :class:`~linkcodec.golden.prefix_decoder.PrefixDecoder` of this codebook
         (raising the shared errors), built on first use: for every window as wide as
         the longest code, the length and symbol of the code word it starts with (length
-        0: none)."""
+        0: none). For e4m3 codebooks only (8 / 8, no escape); others decode by
+        :meth:`decode`."""
+        if not self.is_e4m3:
+            raise HuffmanCodebookError(f"codebook {self._id} codes {self._value_bits}-bit "
+                                       f"values by {self._coded_bits} bits: decode() reads "
+                                       f"its frames, not the e4m3 PrefixDecoder")
         if self._decoder is None:
-            window_bits = int(self._lengths.max())
-            lengths = self._lengths.astype(np.int64)
-            spans = np.left_shift(1, window_bits - lengths)
-            starts = self._codes.astype(np.int64) << (window_bits - lengths)
-            order = np.argsort(starts)
-            spans, starts = spans[order], starts[order]
-            # Windows of code k are starts[k] .. starts[k] + spans[k] - 1.
-            covered = np.repeat(starts - (np.cumsum(spans) - spans), spans)
-            covered += np.arange(covered.size)
-            lut_length = np.zeros(1 << window_bits, dtype=np.uint8)
-            lut_symbol = np.zeros(1 << window_bits, dtype=np.uint8)
-            lut_length[covered] = np.repeat(self._lengths[order], spans)
-            lut_symbol[covered] = np.repeat(order.astype(np.uint8), spans)
-            self._decoder = PrefixDecoder(window_bits, lut_length, lut_symbol)
+            window_bits, lut_length, lut_symbol = self._window_tables()
+            self._decoder = PrefixDecoder(window_bits, lut_length,
+                                          lut_symbol.astype(np.uint8))
         return self._decoder
+
+    def _window_tables(self):
+        """For every window as wide as the longest code: the length and symbol (the
+        escape is ``2**coded_bits``) of the code word it starts with (length 0: none)."""
+        present = np.flatnonzero(self._every_length)
+        lengths = self._every_length[present].astype(np.int64)
+        window_bits = int(lengths.max())
+        spans = np.left_shift(1, window_bits - lengths)
+        starts = self._every_code[present].astype(np.int64) << (window_bits - lengths)
+        order = np.argsort(starts)
+        spans, starts = spans[order], starts[order]
+        # Windows of code k are starts[k] .. starts[k] + spans[k] - 1.
+        covered = np.repeat(starts - (np.cumsum(spans) - spans), spans)
+        covered += np.arange(covered.size)
+        lut_length = np.zeros(1 << window_bits, dtype=np.uint8)
+        lut_symbol = np.zeros(1 << window_bits, dtype=np.int64)
+        lut_length[covered] = np.repeat(lengths[order], spans)
+        lut_symbol[covered] = np.repeat(present[order], spans)
+        return window_bits, lut_length, lut_symbol
 
     def decode(self, data, nbits):
         """Decode a frame of ``nbits`` bits held in ``data`` (bytes-like or uint8 array).
 
-        Bits of ``data`` past ``nbits`` are ignored. Returns the symbols (uint8 array).
-        Raises :class:`HuffmanInvalidCodeError` (bits that start no code word: only with
-        an incomplete code), :class:`HuffmanTruncatedStreamError` (the last code word
-        runs past ``nbits``) or :class:`HuffmanDecodeError` (``nbits`` negative or past
-        the data), all naming the bit position.
+        Bits of ``data`` past ``nbits`` are ignored. Returns the symbols (uint8 array),
+        or for a codebook of 16-bit values the values (uint16 array). Raises
+        :class:`HuffmanInvalidCodeError` (bits that start no code word: only with an
+        incomplete code), :class:`HuffmanTruncatedStreamError` (the last code word, with
+        its tail or escaped value, runs past ``nbits``) or :class:`HuffmanDecodeError`
+        (``nbits`` negative or past the data), all naming the bit position.
         """
+        if not self.is_e4m3:
+            return self._decode_split(data, nbits)
         try:
             return self.decoder.decode(data, nbits)
         except BitstreamError as error:
             raise _DECODE_ERRORS.convert(error, invalid_message=self._invalid_message,
                                          truncated_message=self._truncated_message) from None
+
+    def _decode_split(self, data, nbits):
+        data = as_frame_bytes(data)
+        nbits = as_index(nbits, "nbits")
+        if not 0 <= nbits <= 8 * data.size:
+            raise HuffmanDecodeError(f"nbits is {nbits}; the frame's {data.size} bytes hold "
+                                     f"0..{8 * data.size} bits", bit=nbits)
+        if self._split_tables is None:
+            self._split_tables = self._window_tables()
+        window_bits, lut_length, lut_symbol = self._split_tables
+        lut_length, lut_symbol = lut_length.tolist(), lut_symbol.tolist()
+        # The 16 bits at every bit position (zeros past the frame), read as a number.
+        bits = np.zeros(nbits + 16, dtype=np.int64)
+        bits[:nbits] = np.unpackbits(data)[:nbits]
+        windows = np.zeros(nbits + 1, dtype=np.int64)
+        for offset in range(16):
+            windows |= bits[offset:offset + nbits + 1] << (15 - offset)
+        windows = windows.tolist()
+        tail_bits, value_bits = self.tail_bits, self._value_bits
+        escape, tail_mask = 1 << self._coded_bits, (1 << tail_bits) - 1
+        values, position = [], 0
+        while position < nbits:
+            window = windows[position] >> (16 - window_bits)
+            length = lut_length[window]
+            if not length:
+                raise HuffmanInvalidCodeError(
+                    f"invalid code at bit {position}: the {window_bits} bits from there, "
+                    f"{_binary(window, window_bits)}, start no code word of codebook "
+                    f"{self._id}", bit=position, window=window)
+            symbol = lut_symbol[window]
+            raw = value_bits if symbol == escape else tail_bits
+            if position + length + raw > nbits:
+                what = "an escaped value" if symbol == escape else "a value"
+                raise HuffmanTruncatedStreamError(
+                    f"truncated stream: {what} at bit {position} needs {length + raw} bits "
+                    f"(a {length}-bit code and {raw} raw) but the frame ends at bit {nbits} "
+                    f"({nbits - position} bits left)", bit=position, length=length + raw,
+                    nbits=nbits, window=window)
+            rest = windows[position + length] >> (16 - raw) if raw else 0
+            values.append(rest if symbol == escape else (symbol << tail_bits) | rest)
+            position += length + raw
+        return np.array(values, dtype=np.uint16 if value_bits == 16 else np.uint8)
 
     def _invalid_message(self, error):
         window_bits = self.decoder.window_bits
@@ -609,10 +891,15 @@ class HuffmanCodebook:
 
     def to_json(self):
         """The codebook file's text (``docs/huffman.md``): keys in a fixed order, the
-        256 lengths and codes on one line each."""
-        fields = {"format": FORMAT, "version": VERSION, "id": self._id,
-                  "max_length": self._max_length, "lengths": self._lengths.tolist(),
-                  "codes": self._codes.tolist()}
+        lengths and codes on one line each. An e4m3 codebook is a version 1 file; any
+        other adds ``value_bits``, ``coded_bits``, ``escape_length`` and
+        ``escape_code`` as version 2."""
+        fields = {"format": FORMAT, "version": 1 if self.is_e4m3 else 2, "id": self._id,
+                  "max_length": self._max_length}
+        if not self.is_e4m3:
+            fields.update(value_bits=self._value_bits, coded_bits=self._coded_bits,
+                          escape_length=self._escape_length, escape_code=self._escape_code)
+        fields.update(lengths=self._lengths.tolist(), codes=self._codes.tolist())
         lines = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in fields.items()]
         lines.append(f'  "source": {self._source_json}')
         return "{\n" + ",\n".join(lines) + "\n}\n"
@@ -636,27 +923,34 @@ class HuffmanCodebook:
         if fields.get("format") != FORMAT:
             raise HuffmanCodebookError(f"not a codebook file: format is "
                                        f"{fields.get('format')!r}, not {FORMAT!r}")
-        if fields.get("version") != VERSION or type(fields.get("version")) is not int:
-            raise HuffmanCodebookError(f"unsupported codebook version "
-                                       f"{fields.get('version')!r}: this reader knows "
-                                       f"version {VERSION}")
-        missing = [key for key in _JSON_KEYS if key not in fields]
+        version = fields.get("version")
+        if version not in VERSIONS or type(version) is not int:
+            raise HuffmanCodebookError(f"unsupported codebook version {version!r}: this "
+                                       f"reader knows versions "
+                                       f"{', '.join(map(str, VERSIONS))}")
+        keys = _JSON_KEYS if version == 1 else _JSON_KEYS_2
+        missing = [key for key in keys if key not in fields]
         if missing:
             raise HuffmanCodebookError(f"codebook file lacks {', '.join(map(repr, missing))}")
-        unknown = [key for key in fields if key not in _JSON_KEYS]
+        unknown = [key for key in fields if key not in keys]
         if unknown:
             raise HuffmanCodebookError(f"codebook file has unknown "
                                        f"{', '.join(map(repr, unknown))}")
-        if type(fields["max_length"]) is not int:
-            raise HuffmanCodebookError(f"max_length must be an integer, not "
-                                       f"{fields['max_length']!r}")
+        for key in keys[3:-3]:
+            if type(fields[key]) is not int:
+                raise HuffmanCodebookError(f"{key} must be an integer, not {fields[key]!r}")
+        split = {}
+        if version == 2:
+            split = {key: fields[key] for key in keys[4:8]}
+            check_split(split["value_bits"], split["coded_bits"])
+        symbols = 1 << split.get("coded_bits", 8)
         for key in ("lengths", "codes"):
             values = fields[key]
             if not isinstance(values, list):
-                raise HuffmanCodebookError(f"{key} must be a list of {SYMBOLS} integers, "
+                raise HuffmanCodebookError(f"{key} must be a list of {symbols} integers, "
                                            f"not {type(values).__name__}")
-            if len(values) != SYMBOLS:
-                raise HuffmanCodebookError(f"{key} has {len(values)} entries, not {SYMBOLS}")
+            if len(values) != symbols:
+                raise HuffmanCodebookError(f"{key} has {len(values)} entries, not {symbols}")
             wrong = [index for index, value in enumerate(values) if type(value) is not int]
             if wrong:
                 raise HuffmanCodebookError(f"{key}[{wrong[0]}] is {values[wrong[0]]!r}, not "
@@ -667,20 +961,30 @@ class HuffmanCodebook:
         # Range checks before the arrays become int64 (and name the limits of the file).
         _check_max_length(max_length, _MIN_CODEBOOK_LENGTH)
         missing = np.flatnonzero(lengths == 0)
-        if missing.size:
+        if missing.size and not split.get("escape_length"):
             raise HuffmanCodebookError(f"symbol {missing[0]} has no code (length 0); every "
-                                       f"symbol needs one")
-        bad = np.flatnonzero((lengths < 1) | (lengths > max_length))
+                                       f"symbol needs one, or the codebook an escape")
+        shortest = 0 if split.get("escape_length") else 1
+        bad = np.flatnonzero((lengths < shortest) | (lengths > max_length))
         if bad.size:
             raise HuffmanCodebookError(f"symbol {bad[0]} has length {lengths[bad[0]]}, "
-                                       f"outside 1..max_length = {max_length}")
+                                       f"outside {shortest}..max_length = {max_length}")
         bad = np.flatnonzero((codes < 0) | (codes >= 1 << MAX_CODE_LENGTH))
         if bad.size:
             symbol = bad[0]
             raise HuffmanCodebookError(f"symbol {symbol} has code {codes[symbol]}, which "
                                        f"does not fit in its {lengths[symbol]} bits")
+        if split:
+            if not 0 <= split["escape_code"] < 1 << MAX_CODE_LENGTH:
+                raise HuffmanCodebookError(f"escape_code {split['escape_code']} does not fit "
+                                           f"in its {split['escape_length']} bits")
+            if not split["escape_length"]:
+                if split["escape_code"]:
+                    raise HuffmanCodebookError("escape_code is not 0 but escape_length is "
+                                               "0 (no escape)")
+                split.pop("escape_code")
         return cls(lengths.astype(np.int64), codes.astype(np.int64), max_length=max_length,
-                   id=fields["id"], source=fields["source"])
+                   id=fields["id"], source=fields["source"], **split)
 
     @classmethod
     def load(cls, path):

@@ -220,6 +220,11 @@ class _Huffman(_Codec):
 
     def check_tables(self, tables):
         tables = super().check_tables(tables)
+        if not tables.is_e4m3:
+            raise ValueError(f"codebook {tables.id} codes {tables.value_bits}-bit values by "
+                             f"{tables.coded_bits} bits"
+                             f"{' with an escape' if tables.escape_length else ''}; the "
+                             f"link's Huffman streams carry e4m3 codebooks (8 / 8, no escape)")
         longest = int(tables.lengths.max())
         if longest > MAX_LINK_HUFFMAN_LENGTH:
             raise ValueError(f"codebook {tables.id} has a {longest}-bit code; a link table "

@@ -293,8 +293,19 @@ def cmd_codebook_build(args):
     from .golden.huffman import DEFAULT_MAX_LENGTH, HuffmanCodebook
     from .inputs import read_shards
 
+    if args.format is None:
+        args.format = "bf16" if args.value_bits == 16 else "e4m3"
+    if args.value_bits == 16 and args.format != "bf16":
+        raise ValueError("--value-bits 16 codes bf16 values: --format e4m3 is for 8-bit "
+                         "values")
+    if args.value_bits == 8 and args.coded_bits not in (None, 8):
+        raise ValueError(f"--coded-bits {args.coded_bits} splits 16-bit values: give "
+                         f"--value-bits 16 (e4m3 symbols are coded whole, 8 bits)")
     shards = read_shards(args.sources, format=args.format)
-    batches = [shard.byte_plane for shard in shards]
+    if args.value_bits == 16:
+        batches = [shard.symbols for shard in shards]
+    else:
+        batches = [shard.byte_plane for shard in shards]
     max_length = DEFAULT_MAX_LENGTH if args.max_length is None else args.max_length
     if (args.scales is None) != (args.scale is None):
         raise ValueError("give --scales (one per source tensor) and --scale (the scale of "
@@ -305,11 +316,18 @@ def cmd_codebook_build(args):
         raise ValueError(f"{len(args.scales)} --scales for {len(batches)} source tensors; "
                          f"give one scale per tensor")
     book = HuffmanCodebook.from_batches(batches, max_length=max_length, scales=args.scales,
-                                        scale=args.scale)
+                                        scale=args.scale, value_bits=args.value_bits,
+                                        coded_bits=args.coded_bits)
     book.save(args.output)
     at = "" if args.scale is None else f", at scale {args.scale:g}"
+    split = ""
+    if not book.is_e4m3:
+        split = (f", top {book.coded_bits} of {book.value_bits} bits coded, "
+                 f"{book.tail_bits} raw, {int((book.lengths == 0).sum())} of "
+                 f"{book.lengths.size} by the {book.escape_length}-bit escape")
+    what = "symbols" if args.value_bits == 8 else "values"
     print(f"codebook {book.id}: {len(batches)} batches{at}, "
-          f"{sum(b.size for b in batches)} symbols, max length {book.max_length}, "
+          f"{sum(b.size for b in batches)} {what}, max length {book.max_length}{split}, "
           f"written to {args.output}")
     return 0
 
@@ -425,12 +443,24 @@ def build_parser():
         "build", help="build a codebook from the average PMF of earlier batches",
         description="Build a length-limited canonical Huffman codebook from the average "
                     "PMF of the given tensors (each tensor one batch) and write it as JSON. "
-                    "For bf16 tensors the codebook codes the exponent bytes.")
+                    "For bf16 tensors (--format bf16) the codebook codes the exponent "
+                    "bytes; with --value-bits 16 it codes each bf16 value's top "
+                    "--coded-bits bits and sends the rest raw (docs/huffman.md, 'bf16 "
+                    "values').")
     build.add_argument("--from", dest="sources", nargs="+", required=True, metavar="FILE")
     build.add_argument("-o", "--output", required=True, metavar="JSON")
-    build.add_argument("--format", choices=["e4m3", "bf16"], default="e4m3")
+    build.add_argument("--format", choices=["e4m3", "bf16"], default=None,
+                       help="how to read the FILEs (default: e4m3, bf16 with --value-bits "
+                            "16)")
     build.add_argument("--max-length", type=int, default=None,
                        help="longest code in bits (default: the hardware table's limit)")
+    build.add_argument("--value-bits", type=int, choices=[8, 16], default=8,
+                       help="8: e4m3 symbols (default); 16: bf16 values, the top "
+                            "--coded-bits coded, the rest raw, and an escape for values "
+                            "the FILEs never showed")
+    build.add_argument("--coded-bits", type=int, choices=list(range(8, 13)), default=None,
+                       metavar="K", help="with --value-bits 16: how many top bits of a "
+                                         "value the code covers (8..12, default 11)")
     build.add_argument("--scales", type=float, nargs="+", metavar="S",
                        help="e4m3 only: the scale each source tensor was cast with "
                             "(448 / its amax), one per tensor; with --scale")

@@ -127,6 +127,11 @@ def check_codebook(codebook, max_length=MAX_CODE_LENGTH):
     max_length = check_max_length(max_length)
     if not isinstance(codebook, HuffmanCodebook):
         raise TypeError(f"codebook must be a HuffmanCodebook, not {type(codebook).__name__}")
+    if not codebook.is_e4m3:
+        raise ValueError(f"codebook {codebook.id} codes {codebook.value_bits}-bit values by "
+                         f"their top {codebook.coded_bits} bits"
+                         f"{' with an escape' if codebook.escape_length else ''}; the "
+                         f"hardware blocks take e4m3 codebooks (8 / 8, no escape)")
     longest = int(codebook.lengths.max())
     if longest > max_length:
         raise ValueError(f"codebook {codebook.id} has a {longest}-bit code; the hardware "

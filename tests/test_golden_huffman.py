@@ -448,7 +448,8 @@ def with_entries(**entries):
     (edited(format="linkcodec-qlc"), r"format is 'linkcodec-qlc', not "
                                      r"'linkcodec-huffman-codebook'"),
     (edited(format=KeyError), r"format is None"),
-    (edited(version=2), r"unsupported codebook version 2: this reader knows version 1"),
+    (edited(version=3), r"unsupported codebook version 3: this reader knows versions 1, 2"),
+    (edited(version=2), r"codebook file lacks .value_bits., .coded_bits., .escape_length., .escape_code."),
     (edited(version="1"), r"unsupported codebook version '1'"),
     (edited(codes=KeyError), r"codebook file lacks 'codes'"),
     (edited(extra=1), r"codebook file has unknown 'extra'"),
