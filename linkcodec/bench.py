@@ -89,6 +89,9 @@ def add_arguments(parser):
     parser.add_argument("--bf16", action="store_true",
                         help="the exponent remap (tables by sigma and by histogram) beside "
                         "exponent Huffman and zstd on the bundled bf16 tensors")
+    parser.add_argument("--bf16-splits", action="store_true",
+                        help="bf16 Huffman at every split (8..12 coded bits) and code length "
+                             "limit (12..15), with an escape and without, per tensor kind")
     parser.add_argument("--link", action="store_true",
                         help="the link's flits on the bundled sample: link bytes against "
                              "each codec's own frame bytes and raw bytes, per tensor class "
@@ -327,11 +330,68 @@ BF16_CODECS = (
     ("remap_own_histogram", "exponent remap, step 3's own histogram"),
     ("exponent_huffman", "exponent Huffman, codebook from steps 0-2"),
     ("exponent_huffman_own", "exponent Huffman, step 3's own codebook"),
+    ("split_huffman", "bf16 Huffman (top 11 bits coded), codebook from steps 0-2"),
+    ("split_huffman_own", "bf16 Huffman (top 11 bits coded), step 3's own codebook"),
+    ("split_huffman_at_sigma", "bf16 Huffman (top 11 bits coded), steps 0-2 scaled to "
+     "step 3's sigma"),
     ("zstd_19", "zstd -19"),
 )
 
 
-def bf16_rows():
+def _scaled_to_sigma(steps, sigma):
+    """bf16 values (uint16) of each step multiplied by the power of two that brings its
+    sigma nearest ``sigma`` (on a log scale)."""
+    import ml_dtypes
+
+    scaled = []
+    for values in steps:
+        floats = values.view(ml_dtypes.bfloat16).astype(np.float32)
+        shift = round(float(np.log2(sigma / np.std(floats))))
+        scaled.append((floats * np.float32(2.0 ** shift)).astype(ml_dtypes.bfloat16)
+                      .view(np.uint16))
+    return scaled
+
+#: The code length limits and the splits (``coded_bits``) :func:`bf16_split_rows`
+#: measures.
+BF16_SPLIT_LIMITS = (12, 13, 14, 15)
+BF16_SPLIT_CODED_BITS = (8, 9, 10, 11, 12)
+
+
+def _safetensors_bytes(values):
+    """One bf16 tensor ``t`` as a .safetensors file's bytes."""
+    import struct
+
+    data = values.astype("<u2").tobytes()
+    header = json.dumps({"t": {"dtype": "BF16", "shape": [int(values.size)],
+                               "data_offsets": [0, len(data)]}}).encode()
+    header += b" " * (-len(header) % 8)
+    return struct.pack("<Q", len(header)) + header + data
+
+
+def lmz_bits(values):
+    """The bits lmz (PyPI ``lmzip``, a software compressor for model weights) codes one
+    bf16 tensor in, or None if it is not installed: the tensor is written as a
+    .safetensors file and compressed with ``lmz.compress`` at its default level, and only
+    the coded payloads of the chunks holding the tensor's bytes count (not the archive's
+    index, nor the file header's chunk): generous to lmz."""
+    try:
+        import lmz
+    except ImportError:
+        return None
+    import tempfile
+
+    text = _safetensors_bytes(values)
+    data_from = len(text) - 2 * values.size
+    with tempfile.TemporaryDirectory() as folder:
+        source, archive = Path(folder) / "t.safetensors", Path(folder) / "t.lmz"
+        source.write_bytes(text)
+        lmz.compress(str(source), str(archive))
+        chunks = lmz.ArchiveIndex(str(archive)).chunks()
+        coded = sum(chunk.clen for chunk in chunks if chunk.dst + chunk.rlen > data_from)
+    return 8 * coded
+
+
+def bf16_rows(lmz=None):
     """Per (kind, layer) of the bundled bf16 tensors: the compressibility (1 - bits/16)
     of step 3 under each of :data:`BF16_CODECS`, single-stage as a link runs: a table or
     codebook built from steps 0-2 of the same layer and kind codes step 3.
@@ -343,7 +403,16 @@ def bf16_rows():
     - ``exponent_huffman``: sign+mantissa bytes raw, the exponent bytes Huffman-coded
       (DFloat11 style) with the codebook built from steps 0-2's exponents
       (``HuffmanCodebook.from_batches``), and ``exponent_huffman_own`` with step 3's own;
-    - ``zstd_19``: the whole zstd frame of step 3's raw bf16 bytes at level 19.
+    - ``split_huffman``: each value's top 11 bits (sign, exponent, 2 mantissa bits)
+      Huffman-coded, the low 5 bits raw, an escape for the parts steps 0-2 never showed
+      (``HuffmanCodebook.from_batches(..., value_bits=16)``: the default split and limit),
+      the frame decoded back to the values; ``split_huffman_own`` with step 3's own
+      codebook; ``split_huffman_at_sigma`` with steps 0-2 each scaled by the power of two
+      that brings its sigma nearest step 3's before the codebook is built (a codebook
+      that follows the sigma, as e4m3 codebooks follow the scale: not a product feature);
+    - ``zstd_19``: the whole zstd frame of step 3's raw bf16 bytes at level 19;
+    - ``lmz``: :func:`lmz_bits` of step 3 (its own tables: two-pass), None when lmz is not
+      installed or ``lmz`` is False.
 
     Every remap figure is the bit count of a wire frame that decoded back to the values;
     ``escape_rate_sigma`` and ``escape_rate_histogram`` are the share of values escaped.
@@ -381,19 +450,135 @@ def bf16_rows():
             codebook = HuffmanCodebook.from_batches([ex.split(step)[1] for step in steps[:3]])
             row["exponent_huffman"] = 1 - ex.huffman_encode(late, codebook).compressed_bits() / raw
             row["exponent_huffman_own"] = 1 - ex.huffman_encode(late).compressed_bits() / raw
+            split = HuffmanCodebook.from_batches(steps[:3], value_bits=16)
+            data, nbits = split.encode(late)
+            if not np.array_equal(split.decode(data, nbits), late):
+                raise AssertionError(f"{kind} layer {layer}: bf16 Huffman does not "
+                                     f"round-trip")
+            row["split_huffman"] = 1 - nbits / raw
+            own = HuffmanCodebook.from_batches([late], value_bits=16)
+            row["split_huffman_own"] = 1 - own.encode(late)[1] / raw
+            import ml_dtypes
+            sigma = float(np.std(late.view(ml_dtypes.bfloat16).astype(np.float32)))
+            at_sigma = HuffmanCodebook.from_batches(_scaled_to_sigma(steps[:3], sigma),
+                                                    value_bits=16)
+            row["split_huffman_at_sigma"] = 1 - at_sigma.encode(late)[1] / raw
             row["zstd_19"] = 1 - 8 * len(zstd.compress(late.tobytes())) / raw
+            bits = lmz_bits(late) if lmz is not False else None
+            row["lmz"] = None if bits is None else 1 - bits / raw
             rows.append(row)
     return rows
 
 
+def _bf16_codecs(rows):
+    with_lmz = any(row.get("lmz") is not None for row in rows)
+    return BF16_CODECS + ((("lmz", "lmz 1.3 (own tables)"),) if with_lmz else ())
+
+
 def render_bf16(rows):
+    codecs = _bf16_codecs(rows)
     return markdown_table(
-        ["kind", "layer", "values"] + [title for _, title in BF16_CODECS]
+        ["kind", "layer", "values"] + [title for _, title in codecs]
         + ["escapes (sigma / histogram)"],
         [[row["kind"], str(row["layer"]), f"{row['values']:,}"]
-         + [_points(row[key]) for key, _ in BF16_CODECS]
+         + [_points(row[key]) for key, _ in codecs]
          + [f"{row['escape_rate_sigma']:.1%} / {row['escape_rate_histogram']:.1%}"]
          for row in rows])
+
+
+def bf16_classes(rows):
+    """:func:`bf16_rows` per kind, weighted by each layer's values (every step-3 frame of
+    the kind together)."""
+    classes = []
+    for kind in dict.fromkeys(row["kind"] for row in rows):
+        own = [row for row in rows if row["kind"] == kind]
+        values = sum(row["values"] for row in own)
+        entry = {"kind": kind, "layers": len(own), "values": values}
+        for key, _ in BF16_CODECS:
+            entry[key] = sum(row[key] * row["values"] for row in own) / values
+        measured = all(row.get("lmz") is not None for row in own)
+        entry["lmz"] = (sum(row["lmz"] * row["values"] for row in own) / values
+                        if measured else None)
+        classes.append(entry)
+    return classes
+
+
+#: The columns of :func:`render_bf16_classes`: (key, title).
+BF16_CLASS_COLUMNS = (
+    ("remap_sigma", "exponent remap (sigma)"),
+    ("exponent_huffman", "exponent Huffman"),
+    ("split_huffman", "bf16 Huffman, top 11 bits"),
+    ("split_huffman_own", "bf16 Huffman, own codebook"),
+    ("split_huffman_at_sigma", "bf16 Huffman, steps 0-2 at step 3's sigma"),
+    ("zstd_19", "zstd -19"),
+    ("lmz", "lmz 1.3 (own tables)"),
+)
+
+
+def render_bf16_classes(classes):
+    """Per kind: the codes from steps 0-2 (exponent remap by sigma, exponent Huffman, bf16
+    Huffman), the two-pass bf16 Huffman, zstd, and lmz when measured; % (1 - bits/16)."""
+    columns = [(key, title) for key, title in BF16_CLASS_COLUMNS
+               if all(entry.get(key) is not None for entry in classes)]
+    return markdown_table(
+        ["tensor class", "values"] + [title for _, title in columns],
+        [[entry["kind"], f"{entry['values']:,}"] + [_points(entry[key]) for key, _ in columns]
+         for entry in classes])
+
+
+def render_bf16_section(rows):
+    """`bench --bf16`: per (kind, layer), then per kind."""
+    return (render_bf16(rows) + "\n\nPer tensor class (its layers together):\n\n"
+            + render_bf16_classes(bf16_classes(rows)))
+
+
+def bf16_split_rows():
+    """What the split and the length limit of a bf16 Huffman codebook cost, per kind of
+    the bundled bf16 tensors: for each ``coded_bits`` of :data:`BF16_SPLIT_CODED_BITS` and
+    limit of :data:`BF16_SPLIT_LIMITS`, the compressibility (1 - bits/16) of step 3 of
+    both layers with codebooks from their steps 0-2, with an escape (the default) and
+    with every coded part given a code by smoothing instead (``escape=False``). Bits are
+    counted from the codebook's :meth:`~linkcodec.golden.huffman.HuffmanCodebook.value_lengths`
+    (what ``encode`` gives: tests/test_golden_huffman_split.py)."""
+    from .bundled import bundled_bf16_files
+    from .golden.huffman import HuffmanCodebook
+
+    numbers = sorted({int(path.name.split("_l")[1].split("_")[0])
+                      for path in bundled_bf16_files()})
+    rows = []
+    for kind in KINDS:
+        layers = [[np.load(path).reshape(-1)
+                   for path in bundled_bf16_files(kind, layers=[layer], steps=STEPS)]
+                  for layer in numbers]
+        for coded_bits in BF16_SPLIT_CODED_BITS:
+            for limit in BF16_SPLIT_LIMITS:
+                row = {"kind": kind, "coded_bits": coded_bits, "max_length": limit}
+                for key, escape in (("escape", True), ("smoothing", False)):
+                    bits = values = 0
+                    for steps in layers:
+                        book = HuffmanCodebook.from_batches(
+                            steps[:3], limit, value_bits=16, coded_bits=coded_bits,
+                            escape=escape)
+                        late = steps[3]
+                        bits += int(book.value_lengths()[late >> (16 - coded_bits)].sum())
+                        values += late.size
+                    row[key] = 1 - bits / (16 * values)
+                rows.append(row)
+    return rows
+
+
+def render_bf16_splits(rows):
+    """Per split and limit, each kind's compressibility with an escape (and by smoothing
+    every part a code)."""
+    kinds = list(dict.fromkeys(row["kind"] for row in rows))
+    body = []
+    for coded_bits, limit in dict.fromkeys((r["coded_bits"], r["max_length"]) for r in rows):
+        own = {r["kind"]: r for r in rows
+               if (r["coded_bits"], r["max_length"]) == (coded_bits, limit)}
+        body.append([str(coded_bits), str(limit)] + [
+            f"{_points(own[kind]['escape'])} ({_points(own[kind]['smoothing'])})"
+            for kind in kinds])
+    return markdown_table(["coded bits", "max length"] + kinds, body)
 
 
 def codec_classes(rows):
@@ -912,7 +1097,7 @@ single-stage saving as a share of Huffman's, both with codes from steps 0-2 as b
 
 ![Compressibility per codec and tensor class]({bars.name})
 
-### bf16 tensors: the exponent remap beside exponent Huffman and zstd
+### bf16 tensors: the exponent remap beside exponent Huffman, bf16 Huffman and zstd
 
 The same measure on the bundled bf16 tensors ([data.md](data.md): layers 1 and 4, every
 kind, 4 steps; `linkcodec bench --bf16` prints it): step 3 of each layer and kind coded
@@ -921,10 +1106,13 @@ exponent remap is its wire format (`docs/bitstream.md`, "Exponent-remap frames":
 a value, 8 more an escape), with the 7 exponents from the sigma of steps 0-2's values
 (no histogram) or from their exponent histogram, and, two-pass, from step 3's own
 histogram; exponent Huffman keeps sign and mantissa raw and Huffman-codes the exponent
-byte (DFloat11 style); zstd -19 takes step 3's raw bf16 bytes. Escapes are the share of
-values whose exponent is not in the table.
+byte (DFloat11 style); bf16 Huffman codes each value's top 11 bits and sends the low 5
+raw, with an escape for parts steps 0-2 never showed ([huffman.md](huffman.md), "bf16
+values", where lmz stands beside it), also with steps 0-2 scaled to step 3's sigma before
+the codebook is built; zstd -19 takes step 3's raw bf16 bytes. Escapes are the share of
+values whose exponent is not in the remap's table.
 
-{render_bf16(bf16_rows())}
+{render_bf16(bf16_rows(lmz=False))}
 
 Per layer, so the spread is visible. Where an activation tensor's e4m3 scale moved
 between steps, a code built from steps 0-2 as codes falls behind and the scale-following
@@ -1092,8 +1280,10 @@ SECTIONS = [
      lambda args: class_table(), format_table),
     ("codecs", "Compressibility per codec, single-stage", lambda args: codec_rows(),
      render_codecs),
-    ("bf16", "bf16 tensors: exponent remap, exponent Huffman, zstd",
-     lambda args: bf16_rows(), render_bf16),
+    ("bf16", "bf16 tensors: exponent remap, exponent Huffman, bf16 Huffman, zstd (and lmz "
+     "when installed)", lambda args: bf16_rows(), render_bf16_section),
+    ("bf16_splits", "bf16 Huffman per split and code length limit",
+     lambda args: bf16_split_rows(), render_bf16_splits),
     ("link", "Link flits: what the flit format costs over each codec's own frames",
      lambda args: _link_overhead(), _render_link_overhead),
     ("hardware", "Cycles per symbol, no stalls", lambda args: hardware_rows(args.lanes),

@@ -363,3 +363,74 @@ def test_contract_section_runs_the_slow_cases_and_fails_on_any_failure(monkeypat
     out, err = capsys.readouterr()
     assert "latency seed 78: FAILED: ContractError" in err
     assert f"{len(slow)} of " in out and "--contract --seed 78" in out
+
+
+def test_bf16_huffman_and_its_splits_against_the_golden_codebook():
+    """`bench --bf16`'s bf16 Huffman column and one `--bf16-splits` entry, recomputed:
+    encoded frames of step 3 with the codebook of steps 0-2 (and of step 3 itself)."""
+    from linkcodec.bundled import bundled_bf16_files
+    from linkcodec.golden.huffman import HuffmanCodebook
+
+    rows = bench.bf16_rows(lmz=False)
+    steps = [np.load(p).reshape(-1) for p in bundled_bf16_files("ffn1_grad", layers=[4])]
+    late = steps[3]
+    row = next(r for r in rows if (r["kind"], r["layer"]) == ("ffn1_grad", 4))
+    book = HuffmanCodebook.from_batches(steps[:3], value_bits=16)
+    assert row["split_huffman"] == 1 - book.encode(late)[1] / (16 * late.size)
+    own = HuffmanCodebook.from_batches([late], value_bits=16)
+    assert row["split_huffman_own"] == 1 - own.encode(late)[1] / (16 * late.size)
+    assert row["lmz"] is None and "lmz" not in bench.render_bf16(rows)
+    # A two-pass code never loses to the single-stage one by more than rounding.
+    assert all(r["split_huffman_own"] >= r["split_huffman"] - 1e-3 for r in rows)
+
+    splits = bench.bf16_split_rows()
+    assert len(splits) == len(KINDS) * len(bench.BF16_SPLIT_CODED_BITS) * len(
+        bench.BF16_SPLIT_LIMITS)
+    entry = next(r for r in splits if (r["kind"], r["coded_bits"], r["max_length"])
+                 == ("ffn1_grad", 9, 12))
+    bits = values = 0
+    for layer in (1, 4):
+        steps = [np.load(p).reshape(-1) for p in bundled_bf16_files("ffn1_grad",
+                                                                      layers=[layer])]
+        for escape, key in ((True, "escape"), (False, "smoothing")):
+            book = HuffmanCodebook.from_batches(steps[:3], 12, value_bits=16, coded_bits=9,
+                                                escape=escape)
+            if escape:
+                bits += book.encode(steps[3])[1]
+                values += steps[3].size
+    assert entry["escape"] == 1 - bits / (16 * values)
+    assert "| 9 | 12 |" in bench.render_bf16_splits(splits)
+
+
+def test_lmz_column_is_there_only_with_lmz(monkeypatch):
+    """lmz is an optional extra (`pip install .[lmz]`): without it the column is absent,
+    with it its figure is lmz's coded payload of the tensor (skipped where lmz is not
+    installed)."""
+    import sys
+
+    from linkcodec.bundled import bundled_bf16_files
+
+    values = np.load(bundled_bf16_files("ffn2_act", layers=[1], steps=[3])[0]).reshape(-1)
+    monkeypatch.setitem(sys.modules, "lmz", None)
+    assert bench.lmz_bits(values) is None
+    monkeypatch.undo()
+    lmz = pytest.importorskip("lmz")
+    bits = bench.lmz_bits(values)
+    assert 0.5 * 16 * values.size < bits < 0.8 * 16 * values.size    # 20 to 50 % off
+    rows = [{"kind": "k", "layer": 1, "values": 1, "lmz": 0.25, "escape_rate_sigma": 0,
+             "escape_rate_histogram": 0, **{key: 0.5 for key, _ in bench.BF16_CODECS}}]
+    assert "lmz 1.3" in bench.render_bf16(rows) and lmz.__version__ == "1.3.0"
+
+
+def test_huffman_md_quotes_the_bf16_tables():
+    """docs/huffman.md, "bf16 values", quotes `bench --bf16-splits` and the per-class
+    table of `bench --bf16` (with lmz's column where lmz is installed; without it, every
+    other column as quoted), each command beside its table."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "huffman.md").read_text()
+    section = text[text.index("## bf16 values"):text.index("## Codebook files")]
+    assert "linkcodec bench --bf16-splits" in section and "linkcodec bench --bf16\n" in section
+    assert bench.render_bf16_splits(bench.bf16_split_rows()) in section
+    classes = bench.render_bf16_classes(bench.bf16_classes(bench.bf16_rows()))
+    lines = section.splitlines()
+    for line in classes.splitlines():
+        assert any(quoted.startswith(line.rstrip("|")) for quoted in lines), line
