@@ -17,6 +17,10 @@ bits a value for e4m3, 16 for bf16):
 - ``exponent_huffman`` (bf16): DFloat11-style, sign+mantissa raw, exponent Huffman coded
   with the shard's own codebook (for bf16, ``huffman`` and ``huffman_fixed`` code the
   exponent plane too, so ``huffman`` equals ``exponent_huffman``);
+- ``bf16_huffman_k8`` .. ``bf16_huffman_k12`` (bf16): the candidates for a bf16 Huffman
+  codebook, single-stage: each value's top 8..12 bits Huffman-coded, the rest raw, with an
+  escape (``docs/huffman.md``, "bf16 values"), the codebook built from all the *other*
+  shards (leave-one-out), or the ``--codebook`` file for its own split;
 - ``zstd`` (level 19) and ``zlib`` (level 9) on the raw bytes, as general-purpose
   baselines.
 
@@ -35,7 +39,11 @@ from .tables import markdown_table
 __all__ = ["METRICS", "analyze_shards", "add_arguments", "run"]
 
 METRICS = ["shannon", "huffman", "huffman_fixed", "qlc_base", "qlc_optimal",
-           "exponent_remap", "exponent_huffman", "zstd", "zlib"]
+           "exponent_remap", "exponent_huffman", "bf16_huffman_k8", "bf16_huffman_k9",
+           "bf16_huffman_k10", "bf16_huffman_k11", "bf16_huffman_k12", "zstd", "zlib"]
+
+#: The splits (``coded_bits``) whose bf16 Huffman codebooks are measured.
+BF16_CODED_BITS = (8, 9, 10, 11, 12)
 RAW_BITS = {"e4m3": 8, "bf16": 16}
 
 
@@ -73,6 +81,14 @@ def analyze_shards(shards, *, codebook=None, scales=None):
         bf16 = [f"{shard.file}:{shard.tensor}" for shard in shards if shard.format != "e4m3"]
         if bf16:
             raise ValueError(f"{bf16[0]} is bf16; scales follow e4m3 scaling")
+    split_book = None
+    if codebook is not None and not codebook.is_e4m3:
+        split_book, codebook = codebook, None
+        e4m3 = [f"{shard.file}:{shard.tensor}" for shard in shards if shard.format == "e4m3"]
+        if e4m3:
+            raise ValueError(f"codebook {split_book.id} codes {split_book.value_bits}-bit "
+                             f"values; {e4m3[0]} is e4m3 (give an e4m3 codebook, or bf16 "
+                             f"tensors)")
     planes = [shard.byte_plane for shard in shards]
     counts = [np.bincount(plane, minlength=256).astype(np.float64) for plane in planes]
 
@@ -131,6 +147,19 @@ def analyze_shards(shards, *, codebook=None, scales=None):
             except ValueError:
                 bits["exponent_remap"] = None    # no finite spread to take a sigma from
             bits["exponent_huffman"] = bits["huffman"]
+            bf16_others = [other for other in others if shards[other].format == "bf16"]
+            for coded_bits in BF16_CODED_BITS:
+                book = None
+                if split_book is not None:
+                    book = split_book if split_book.coded_bits == coded_bits else None
+                elif bf16_others:
+                    book = HuffmanCodebook.from_batches(
+                        [shards[other].symbols for other in bf16_others], value_bits=16,
+                        coded_bits=coded_bits)
+                if book is not None:
+                    top = shard.symbols >> (16 - coded_bits)
+                    bits[f"bf16_huffman_k{coded_bits}"] = float(
+                        book.value_lengths()[top].sum()) / n
 
         raw_bytes = shard.symbols.astype(shard.symbols.dtype.newbyteorder("<")).tobytes()
         bits["zstd"] = _zstd_bits(raw_bytes) / n

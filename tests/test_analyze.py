@@ -234,3 +234,30 @@ def test_byte_plane_is_what_the_entropy_coders_see(tmp_path):
     assert np.array_equal(again.symbols, e4m3.symbols)
     with pytest.raises(FormatError, match="holds bf16 bit patterns"):
         read_e4m3_shards([tmp_path / "values.npy", tmp_path / "bf16.npy"])
+
+
+def test_bf16_huffman_candidates_leave_one_out_and_from_a_codebook(tmp_path, capsys):
+    """For bf16 tensors, each split's bf16 Huffman figure is the codebook of the other
+    tensors (leave-one-out) at that split, counted on this one; a bf16 codebook file
+    replaces it at its own split, and is refused for e4m3 tensors."""
+    from linkcodec.bundled import bundled_bf16_files
+
+    files = bundled_bf16_files("ffn1_grad", layers=[1])
+    shards = read_shards(files, format="bf16")
+    rows, _ = analyze_shards(shards)
+    values = [shard.symbols for shard in shards]
+    for coded_bits in (8, 11, 12):
+        book = HuffmanCodebook.from_batches(values[:3], value_bits=16, coded_bits=coded_bits)
+        data, nbits = book.encode(values[3])
+        assert rows[3][f"bf16_huffman_k{coded_bits}"] == 1 - nbits / (16 * values[3].size)
+    path = tmp_path / "book.json"
+    assert main(["codebook", "build", "--value-bits", "16", "--coded-bits", "10", "--from",
+                 *map(str, files[:2]), "-o", str(path)]) == 0
+    capsys.readouterr()
+    out = run_json(capsys, "--format", "bf16", "--codebook", str(path), str(files[3]))
+    (row,) = out["files"]
+    book = HuffmanCodebook.load(path)
+    assert row["bf16_huffman_k10"] == 1 - book.encode(values[3])[1] / (16 * values[3].size)
+    assert row["bf16_huffman_k11"] is None and row["huffman_fixed"] is None
+    assert main(["analyze", "--codebook", str(path), str(bundled_files()[0])]) != 0
+    assert "codes 16-bit values" in capsys.readouterr().err
