@@ -37,6 +37,7 @@ def _sim_block(args):
         if getattr(args, name, None) is not None and name not in block.sim_options:
             own = ", ".join(f"--{option}" for option in block.sim_options) or "none"
             raise ValueError(f"--{name} is not an option of {block.name}; it takes {own}")
+    block = block.variant({name: getattr(args, name, None) for name in block.sim_options})
     if args.lanes is None:
         args.lanes = min(block.lanes)      # 1, or 4 for exponent blocks
     return block
@@ -96,7 +97,7 @@ def cmd_sim(args):
     shards = _read_frames(block, args.files)
     arrays = [shard.symbols for shard in shards]
     code, described = _sim_tables(block, args, arrays)
-    result = run_frames(args.block, arrays, lanes=args.lanes, tables=code,
+    result = run_frames(block, arrays, lanes=args.lanes, tables=code,
                         word_width=args.word_width, idle=args.idle or 0.0,
                         stall=args.stall or 0.0, seed=args.seed)
     report = {

@@ -46,14 +46,15 @@ whether or not either had reached its frame end.
 
 import numpy as np
 from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, Value
-from amaranth.lib import data, wiring
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
 from amaranth.lib.memory import Memory
 
-from ..golden.huffman import HuffmanCodebook, canonical_codes
+from ..golden.huffman import HuffmanCodebook, canonical_codes, check_split
 from .bitpack import (BitPacker, WordQueue, bits_at, concatenation_tree, frame_order,
                       pipeline_stage)
 from .block import LanedBlock, decoder_signature, encoder_signature
-from .payload import check_lanes, config_write_layout
+from .payload import check_lanes, config_write_layout, symbol_layout, word_layout
 from .table import ConfigRegisters, ConfigTable, bank_switch, two_bank_table
 from .window import beat_end, jump_loop, pick, window_geometry
 
@@ -61,7 +62,8 @@ __all__ = [
     "MAX_CODE_LENGTH", "MAX_LENGTHS", "MIN_DECODER_WORD_WIDTH", "SWITCH_ADDR", "LENGTH_BASE",
     "code_entry_layout", "length_entry_layout", "config_layout", "default_word_width",
     "default_codebook", "check_codebook", "check_max_length", "config_writes", "switch_write",
-    "HuffmanEncoder", "HuffmanDecoder",
+    "HuffmanEncoder", "HuffmanDecoder", "split_config_layout", "split_escape_addr",
+    "split_switch_addr",
 ]
 
 #: The longest code the hardware takes (the golden model's default limit), and the blocks'
@@ -102,42 +104,79 @@ LENGTH_BASE = 256
 SWITCH_ADDR = 511
 
 
+def split_config_layout(coded_bits):
+    """The config writes of an encoder of 16-bit values coding their top ``coded_bits``:
+    addresses ``0 .. 2**coded_bits - 1`` for the parts' entries,
+    :func:`split_escape_addr` for the escape's, :func:`split_switch_addr` for the switch;
+    data as :data:`config_layout`'s."""
+    return config_write_layout(addr_width=coded_bits + 1,
+                               data_width=length_entry_layout.size)
+
+
+def split_escape_addr(coded_bits):
+    """Config address of the escape's :data:`code_entry_layout` entry (length 0: the
+    codebook has no escape) in an encoder of 16-bit values."""
+    return 1 << coded_bits
+
+
+def split_switch_addr(coded_bits):
+    """Config address of the bank switch in an encoder of 16-bit values."""
+    return (2 << coded_bits) - 1
+
+
 #: The narrowest word the decoder takes: its prepare stage reads the ``max_length``
 #: bits at every bit position of the head word from that word and the next one alone.
 MIN_DECODER_WORD_WIDTH = 16
 
 
 
-def default_word_width(lanes):
-    """The word width a block gets unless told otherwise: ``8 * lanes``, at least 16 (as
-    QLC's blocks)."""
-    return max(16, 8 * check_lanes(lanes))
+def default_word_width(lanes, value_bits=8):
+    """The word width a block gets unless told otherwise: ``value_bits * lanes`` (8 for
+    e4m3, 16 for bf16 values), at least 16 (as QLC's blocks)."""
+    return max(16, value_bits * check_lanes(lanes))
 
 
-def default_codebook():
-    """The codebook both blocks hold at reset: every length 8, so a symbol's code is its
-    own value (canonical, complete)."""
-    return HuffmanCodebook(np.full(256, 8, dtype=np.uint8), id="hc-identity8")
+def default_codebook(value_bits=8, coded_bits=None):
+    """The codebook both blocks hold at reset: every part's code is its own value (every
+    length ``coded_bits``, canonical, complete, no escape), so a value goes out as it
+    came in."""
+    if value_bits == 8 and coded_bits in (None, 8):
+        return HuffmanCodebook(np.full(256, 8, dtype=np.uint8), id="hc-identity8")
+    value_bits, coded_bits = check_split(value_bits, coded_bits)
+    return HuffmanCodebook(np.full(1 << coded_bits, coded_bits, dtype=np.uint8),
+                           value_bits=value_bits, coded_bits=coded_bits,
+                           id=f"hc-identity{value_bits}k{coded_bits}")
 
 
-def check_codebook(codebook, max_length=MAX_CODE_LENGTH):
-    """``codebook`` if blocks of ``max_length`` can hold it: a :class:`HuffmanCodebook`
-    whose codes are canonical for its lengths, none longer than ``max_length``; else a
-    ``TypeError`` or ``ValueError`` saying why."""
+def check_codebook(codebook, max_length=MAX_CODE_LENGTH, *, value_bits=8, coded_bits=None):
+    """``codebook`` if blocks of ``max_length`` and this split (``value_bits`` 8: e4m3;
+    16: bf16 values by their top ``coded_bits``, an encoder only) can hold it: a
+    :class:`HuffmanCodebook` of that split, whose codes are canonical for its lengths
+    (the escape last), none longer than ``max_length``; else a ``TypeError`` or
+    ``ValueError`` saying why."""
     max_length = check_max_length(max_length)
     if not isinstance(codebook, HuffmanCodebook):
         raise TypeError(f"codebook must be a HuffmanCodebook, not {type(codebook).__name__}")
-    if not codebook.is_e4m3:
+    value_bits, coded_bits = check_split(value_bits, coded_bits)
+    if value_bits == 8 and not codebook.is_e4m3:
         raise ValueError(f"codebook {codebook.id} codes {codebook.value_bits}-bit values by "
                          f"their top {codebook.coded_bits} bits"
                          f"{' with an escape' if codebook.escape_length else ''}; the "
                          f"hardware blocks take e4m3 codebooks (8 / 8, no escape)")
-    longest = int(codebook.lengths.max())
+    if (codebook.value_bits, codebook.coded_bits) != (value_bits, coded_bits):
+        raise ValueError(f"codebook {codebook.id} codes {codebook.value_bits}-bit values by "
+                         f"their top {codebook.coded_bits} bits; this block codes "
+                         f"{value_bits}-bit values by {coded_bits} (`linkcodec codebook "
+                         f"build --value-bits {value_bits} --coded-bits {coded_bits}`)")
+    longest = int(max(codebook.lengths.max(), codebook.escape_length))
     if longest > max_length:
         raise ValueError(f"codebook {codebook.id} has a {longest}-bit code; the hardware "
                          f"takes codes of at most {max_length} bits (max_length; "
                          f"`linkcodec codebook build --max-length {max_length}` builds one)")
-    canonical = canonical_codes(codebook.lengths)
+    every = codebook.lengths
+    if codebook.escape_length:
+        every = np.append(every, codebook.escape_length)
+    canonical = canonical_codes(every)[:codebook.lengths.size]
     differ = np.flatnonzero(canonical != codebook.codes)
     if differ.size:
         symbol = int(differ[0])
@@ -152,11 +191,18 @@ def check_codebook(codebook, max_length=MAX_CODE_LENGTH):
 
 def _encoder_entries(codebook, max_length=MAX_CODE_LENGTH):
     """The encoder table's entries, each code MSB-aligned in ``max_length`` bits (the
-    config writes': 15)."""
+    config writes': 15); a part without code (escaped) has length 0 and code 0."""
     lengths = codebook.lengths.astype(int)
     codes = codebook.codes.astype(int)
-    return [{"code": int(code) << (max_length - int(length)), "length": int(length)}
-            for code, length in zip(codes, lengths)]
+    return [{"code": int(code) << (max_length - int(length)) if length else 0,
+             "length": int(length)} for code, length in zip(codes, lengths)]
+
+
+def _escape_entry(codebook, max_length=MAX_CODE_LENGTH):
+    """The escape's entry, as :func:`_encoder_entries`' (length 0: no escape)."""
+    length = codebook.escape_length
+    return {"code": codebook.escape_code << (max_length - length) if length else 0,
+            "length": length}
 
 
 def _decoder_tables(codebook):
@@ -186,10 +232,25 @@ def config_writes(codebook, *, block, switch=True, max_length=MAX_CODE_LENGTH):
 
     ``block`` is ``"encoder"`` or ``"decoder"``, ``max_length`` the block's. The writes
     are the same at every limit; a codebook that is not canonical, or has a code longer
-    than ``max_length`` bits, is refused (:func:`check_codebook`).
+    than ``max_length`` bits, is refused (:func:`check_codebook`). A codebook of 16-bit
+    values (an encoder's only) loads its parts' entries, then the escape's at
+    :func:`split_escape_addr`, and switches at :func:`split_switch_addr`.
     """
     if block not in ("encoder", "decoder"):
         raise ValueError(f"block must be 'encoder' or 'decoder', not {block!r}")
+    if not isinstance(codebook, HuffmanCodebook):
+        raise TypeError(f"codebook must be a HuffmanCodebook, not {type(codebook).__name__}")
+    if block == "encoder" and codebook.value_bits != 8:
+        check_codebook(codebook, max_length, value_bits=codebook.value_bits,
+                       coded_bits=codebook.coded_bits)
+        coded_bits = codebook.coded_bits
+        writes = [{"addr": part, "data": code_entry_layout.const(entry).as_bits()}
+                  for part, entry in enumerate(_encoder_entries(codebook))]
+        writes.append({"addr": split_escape_addr(coded_bits),
+                       "data": code_entry_layout.const(_escape_entry(codebook)).as_bits()})
+        if switch:
+            writes.append({"addr": split_switch_addr(coded_bits), "data": 0})
+        return writes
     check_codebook(codebook, max_length)
     if block == "encoder":
         writes = [{"addr": symbol, "data": code_entry_layout.const(entry).as_bits()}
@@ -209,7 +270,13 @@ def config_writes(codebook, *, block, switch=True, max_length=MAX_CODE_LENGTH):
 
 class _HuffmanBlock(LanedBlock):
     def __init__(self, signature, *, lanes, word_width, tables, max_length, allowed,
-                 min_word_width=8):
+                 min_word_width=8, value_bits=8, coded_bits=None):
+        try:
+            self._value_bits, self._coded_bits = check_split(value_bits, coded_bits)
+        except (TypeError, ValueError):
+            self._MustUse__silence = True     # refused at construction: not unused
+            raise
+
         def check(lanes, word_width):
             self._max_length = check_max_length(max_length)
             if word_width < min_word_width:
@@ -219,12 +286,24 @@ class _HuffmanBlock(LanedBlock):
             if tables is not None and not isinstance(tables, HuffmanCodebook):
                 raise TypeError(f"tables must be a HuffmanCodebook, not "
                                 f"{type(tables).__name__}")
-            return check_codebook(default_codebook() if tables is None else tables,
-                                  max_length)
+            split = {"value_bits": self._value_bits, "coded_bits": self._coded_bits}
+            return check_codebook(default_codebook(**split) if tables is None else tables,
+                                  max_length, **split)
 
         super().__init__(signature, lanes=lanes, word_width=word_width,
-                         default_word_width=default_word_width, allowed_lanes=allowed,
-                         check=check)
+                         default_word_width=lambda lanes: default_word_width(
+                             lanes, self._value_bits),
+                         allowed_lanes=allowed, check=check)
+
+    @property
+    def value_bits(self):
+        """Width of the values: 8 (e4m3 symbols) or 16 (bf16 values, an encoder only)."""
+        return self._value_bits
+
+    @property
+    def coded_bits(self):
+        """How many top bits of a value the code covers (8 for e4m3)."""
+        return self._coded_bits
 
     @property
     def max_length(self):
@@ -246,7 +325,9 @@ class _HuffmanBlock(LanedBlock):
     def _switch(self, m, boundary):
         """The bank logic (:class:`~.table.BankSwitch`) on ``i_config``: a pending switch
         takes effect when ``boundary``."""
-        return bank_switch(m, self.i_config, boundary=boundary, switch_addr=SWITCH_ADDR)
+        switch_addr = (SWITCH_ADDR if self._value_bits == 8
+                       else split_switch_addr(self._coded_bits))
+        return bank_switch(m, self.i_config, boundary=boundary, switch_addr=switch_addr)
 
 
 class HuffmanEncoder(_HuffmanBlock):
@@ -293,18 +374,36 @@ class HuffmanEncoder(_HuffmanBlock):
     load every table after power-up there.
     """
 
-    def __init__(self, *, lanes=1, word_width=None, tables=None, max_length=MAX_CODE_LENGTH):
-        super().__init__(encoder_signature(config_layout), lanes=lanes,
-                         word_width=word_width, tables=tables, max_length=max_length,
-                         allowed=(1, 2, 4, 8))
+    def __init__(self, *, lanes=1, word_width=None, tables=None, max_length=MAX_CODE_LENGTH,
+                 value_bits=8, coded_bits=None):
+        try:
+            value_bits, coded_bits = check_split(value_bits, coded_bits)
+        except (TypeError, ValueError):
+            self._MustUse__silence = True     # refused at construction: not unused
+            raise
+        if value_bits == 8:
+            signature = encoder_signature(config_layout)
+        else:
+            signature = lambda lanes, word_width: {                 # noqa: E731
+                "i": In(stream.Signature(symbol_layout(lanes, width=value_bits))),
+                "o": Out(stream.Signature(word_layout(word_width))),
+                "i_config": In(stream.Signature(split_config_layout(coded_bits))),
+            }
+        super().__init__(signature, lanes=lanes, word_width=word_width, tables=tables,
+                         max_length=max_length, allowed=(1, 2, 4, 8), value_bits=value_bits,
+                         coded_bits=coded_bits)
 
     @property
     def latency(self):
         """Cycles from a beat that completes a word (or ends its frame) to that word."""
-        # read, read data, mask, one per tree level, the packer's two stages
-        return 5 + self._lanes.bit_length() - 1
+        # read, read data, mask, one per tree level, the packer's two stages; a value's
+        # code and its raw bits are two pieces, so 16-bit values take a level more
+        pieces = self._lanes if self._value_bits == 8 else 2 * self._lanes
+        return 5 + pieces.bit_length() - 1
 
     def elaborate(self, platform):
+        if self._value_bits != 8:
+            return self._elaborate_split()
         m = Module()
         lanes, L = self._lanes, self._max_length
 
@@ -366,6 +465,105 @@ class HuffmanEncoder(_HuffmanBlock):
 
         # 4: the concatenation tree.
         chunk, length, beside = concatenation_tree(codes, stage, {"valid": valid, "last": last})
+        m.d.comb += [
+            packer.i.valid.eq(beside["valid"]),
+            packer.i.payload.bits.eq(chunk),
+            packer.i.payload.length.eq(length),
+            packer.i.payload.last.eq(beside["last"]),
+        ]
+        return m
+
+
+    def _elaborate_split(self):
+        """16-bit values: as for e4m3, with the table read at each value's top
+        ``coded_bits`` and two pieces a lane into the tree (the code, and the tail or the
+        whole value after the escape)."""
+        m = Module()
+        lanes, L = self._lanes, self._max_length
+        K, V = self._coded_bits, self._value_bits
+        R = V - K                                  # the tail's bits
+        piece = max(L, V)                          # every piece MSB-aligned in this width
+
+        m.submodules.packer = packer = BitPacker(
+            chunk_width=piece * 2 * lanes, word_width=self._word_width)
+        wiring.connect(m, wiring.flipped(self.o), packer.o)
+        step = packer.i.ready
+        m.d.comb += self.i.ready.eq(step)
+
+        in_frame = Signal()
+        with m.If(self.i.valid & step):
+            m.d.sync += in_frame.eq(~self.i.payload.last)
+        banks = self._switch(m, ~in_frame)
+        active, bank = banks.active, banks.bank
+        m.d.comb += self.i_config.ready.eq(~banks.pending)
+        config = self.i_config.payload
+        written = self.i_config.valid & self.i_config.ready
+        entry_layout = data.StructLayout({"code": L, "length": 4})
+        write = code_entry_layout(config.data[:code_entry_layout.size])
+        write_entry = Cat(write.code[MAX_CODE_LENGTH - L:], write.length)
+        reads = self._table(m, "table", shape=entry_layout,
+                            init=_encoder_entries(self.codebook, L), read_ports=lanes,
+                            idle_bank=~active, hit=config.addr < (1 << K),
+                            index=config.addr, data=write_entry)
+        # The escape's entry, a register a bank (reset-less: a reset keeps tables).
+        escapes = [Signal(entry_layout, name=f"escape{which}",
+                          init=_escape_entry(self.codebook, L), reset_less=True)
+                   for which in range(2)]
+        with m.If(written & (config.addr == split_escape_addr(K))):
+            with m.If(active):
+                m.d.sync += escapes[0].eq(write_entry)
+            with m.Else():
+                m.d.sync += escapes[1].eq(write_entry)
+
+        stage = pipeline_stage(m, step)
+
+        # 1: the table read at each value's top bits; the value and the bank's escape
+        # travel beside it.
+        for lane in range(lanes):
+            m.d.comb += [reads[lane].addr.eq(Cat(self.i.payload.symbols[lane][R:], bank)),
+                         reads[lane].en.eq(step)]
+        if lanes > 1:
+            clamped = Mux(self.i.payload.count > lanes, lanes, self.i.payload.count)
+        else:
+            clamped = self.i.payload.count
+        valid = stage("read_valid", 1, self.i.valid)
+        count = stage("read_count", range(lanes + 1), clamped)
+        last = stage("read_last", 1, self.i.payload.last)
+        escape = stage("read_escape", entry_layout, Mux(bank, escapes[1], escapes[0]))
+        values = [stage(f"read_value{lane}", V, self.i.payload.symbols[lane])
+                  for lane in range(lanes)]
+
+        # 2: the read data, registered alone.
+        entries = [stage(f"entry{lane}", entry_layout, reads[lane].data)
+                   for lane in range(lanes)]
+        valid = stage("entry_valid", 1, valid)
+        count = stage("entry_count", range(lanes + 1), count)
+        last = stage("entry_last", 1, last)
+        escape = stage("entry_escape", entry_layout, escape)
+        values = [stage(f"entry_value{lane}", V, value) for lane, value in enumerate(values)]
+
+        # 3: a lane's two pieces: its code and tail, or the escape and the whole value;
+        # lanes past `count` are empty.
+        pieces = []
+        for lane, (entry, value) in enumerate(zip(entries, values)):
+            used = lane < count
+            escaped = entry.length == 0
+            code = Mux(escaped, escape.code, entry.code)
+            code_length = Mux(escaped, escape.length, entry.length)
+            raw = Mux(escaped, value, value[:R] << K) if R else value
+            raw_length = Mux(escaped, V, R)
+            pieces.append((stage(f"code{lane}", piece, Mux(used, code << (piece - L), 0)),
+                           stage(f"code_length{lane}", range(piece + 1),
+                                 Mux(used, code_length, 0))))
+            pieces.append((stage(f"raw{lane}", piece, Mux(used, raw << (piece - V), 0)),
+                           stage(f"raw_length{lane}", range(piece + 1),
+                                 Mux(used, raw_length, 0))))
+        valid = stage("code_valid", 1, valid)
+        last = stage("code_last", 1, last)
+
+        # 4: the concatenation tree, 5: the packer.
+        chunk, length, beside = concatenation_tree(pieces, stage,
+                                                   {"valid": valid, "last": last})
         m.d.comb += [
             packer.i.valid.eq(beside["valid"]),
             packer.i.payload.bits.eq(chunk),

@@ -111,6 +111,18 @@ class BlockDescription:
             return self.default_tables(), {}
         return self.fitted_tables(frames), {}
 
+    def smallest_variant(self):
+        """The description of the block's smallest tables, where its tables' size is a
+        parameter (the proofs of tests/test_formal.py take it: a memory's depth is what
+        bounded model checking pays for most); this one by default."""
+        return self
+
+    def variant(self, options):
+        """The description ``linkcodec sim`` runs for ``options`` (``{name: value or
+        None}`` for :attr:`sim_options`): this one, unless the block comes in variants
+        that some tables need (the Huffman encoder of a bf16 codebook's split)."""
+        return self
+
     def build(self, *, lanes, word_width=None, tables=None):
         """The :class:`~amaranth.lib.wiring.Component`, with ``tables`` at reset."""
         raise NotImplementedError

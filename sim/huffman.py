@@ -9,11 +9,18 @@ A description is made for one code length limit, ``max_length`` (default 15, the
 registry holds): ``HuffmanDecoderBlock(max_length=11)`` builds blocks of that limit, fits
 codebooks to it, and names its modules with an ``_m11`` suffix, so the harness, ``linkcodec
 generate``'s :func:`~linkcodec.generate.generate` and synthesis take it as any block.
+
+An encoder description is made for one split too: ``HuffmanEncoderBlock(value_bits=16,
+coded_bits=11)`` (registered as ``huffman-encoder-bf16``) takes bf16 values, codes their
+top 11 bits with codebooks of that split (``docs/huffman.md``, "bf16 values") and names
+its modules with a ``_v16k11`` suffix (``_v16`` at the default split, 11, under its own
+name). ``linkcodec sim huffman-encoder --codebook book.json`` with a codebook of 16-bit
+values runs the encoder of that codebook's split (:meth:`HuffmanEncoderBlock.variant`).
 """
 
 import numpy as np
 
-from ..golden.huffman import HuffmanCodebook
+from ..golden.huffman import DEFAULT_CODED_BITS, HuffmanCodebook, check_split
 from ..rtl.huffman import (MAX_CODE_LENGTH, MIN_DECODER_WORD_WIDTH, HuffmanDecoder,
                            HuffmanEncoder, check_max_length, config_writes, default_codebook,
                            default_word_width)
@@ -29,24 +36,42 @@ class _HuffmanBlock(BlockDescription):
     component = None          # HuffmanEncoder or HuffmanDecoder
     table = None              # "encoder" or "decoder": which tables config_writes loads
 
-    def __init__(self, *, max_length=MAX_CODE_LENGTH):
+    def __init__(self, *, max_length=MAX_CODE_LENGTH, value_bits=8, coded_bits=None):
         self._max_length = check_max_length(max_length)
+        self._split = check_split(value_bits, coded_bits)
 
     @property
     def max_length(self):
         """The longest code of the blocks this description builds."""
         return self._max_length
 
+    @property
+    def symbol_dtype(self):
+        return np.uint8 if self._split[0] == 8 else np.uint16
+
+    @property
+    def coded_bits(self):
+        """How many top bits of a value the code covers (8 for e4m3)."""
+        return self._split[1]
+
+    def _split_options(self):
+        return {"value_bits": self._split[0], "coded_bits": self._split[1]}
+
     def module_name(self, *, lanes, word_width=None):
-        """As every block's, with ``_m<max_length>`` where the limit is not 15."""
+        """As every block's, with ``_m<max_length>`` where the limit is not 15 and, for
+        16-bit values, ``_v16`` and ``k<coded_bits>`` where the split is not 11."""
         name = super().module_name(lanes=lanes, word_width=word_width)
+        if self._split[0] != 8:
+            name += f"_v{self._split[0]}"
+            if self._split[1] != DEFAULT_CODED_BITS[self._split[0]]:
+                name += f"k{self._split[1]}"
         return name if self._max_length == MAX_CODE_LENGTH else f"{name}_m{self._max_length}"
 
     def default_word_width(self, lanes):
-        return default_word_width(lanes)
+        return default_word_width(lanes, self._split[0])
 
     def default_tables(self):
-        return default_codebook()
+        return default_codebook(**self._split_options())
 
     sim_options = {
         "codebook": {"metavar": "JSON",
@@ -56,16 +81,25 @@ class _HuffmanBlock(BlockDescription):
 
     def example_tables(self):
         """The codebook of a skewed made-up source over shuffled symbols (long and short
-        codes)."""
+        codes); for 16-bit values, over shuffled top parts with random tails, so that
+        most parts are unseen and go by the escape."""
         rng = np.random.default_rng(7)
-        order = rng.permutation(256).astype(np.uint8)
-        ranks = np.minimum(rng.geometric(0.12, 20000) - 1, 255)
-        return HuffmanCodebook.from_batches([order[ranks]], max_length=self._max_length)
+        value_bits, coded_bits = self._split
+        order = rng.permutation(1 << coded_bits)
+        ranks = np.minimum(rng.geometric(0.12, 20000) - 1, (1 << coded_bits) - 1)
+        if value_bits == 8:
+            return HuffmanCodebook.from_batches([order[ranks].astype(np.uint8)],
+                                                max_length=self._max_length)
+        tails = rng.integers(0, 1 << (value_bits - coded_bits), ranks.size)
+        values = ((order[ranks] << (value_bits - coded_bits)) | tails).astype(np.uint16)
+        return HuffmanCodebook.from_batches([values], max_length=self._max_length,
+                                            **self._split_options())
 
     def fitted_tables(self, frames):
         """The codebook ``linkcodec codebook build`` makes from ``frames``, one batch each."""
         return HuffmanCodebook.from_batches([self.prepare(frame) for frame in frames],
-                                            max_length=self._max_length)
+                                            max_length=self._max_length,
+                                            **self._split_options())
 
     def sim_tables(self, frames, options):
         """The ``codebook`` option's codebook, else the one built from the frames, else
@@ -79,8 +113,11 @@ class _HuffmanBlock(BlockDescription):
         return book, {"codebook": book.id}
 
     def build(self, *, lanes, word_width=None, tables=None):
+        if self._split[0] == 8:          # the e4m3 blocks, as they always were built
+            return self.component(lanes=lanes, word_width=word_width, tables=tables,
+                                  max_length=self._max_length)
         return self.component(lanes=lanes, word_width=word_width, tables=tables,
-                              max_length=self._max_length)
+                              max_length=self._max_length, **self._split_options())
 
     def config_writes(self, tables):
         return {"i_config": config_writes(tables, block=self.table,
@@ -88,11 +125,34 @@ class _HuffmanBlock(BlockDescription):
 
 
 class HuffmanEncoderBlock(_HuffmanBlock):
-    name = "huffman-encoder"
     module = "linkcodec_huffman_encoder"
     lanes = (1, 2, 4, 8)
     component = HuffmanEncoder
     table = "encoder"
+
+    @property
+    def name(self):
+        """``huffman-encoder``; ``huffman-encoder-bf16`` for 16-bit values."""
+        return "huffman-encoder" if self._split[0] == 8 else "huffman-encoder-bf16"
+
+    def smallest_variant(self):
+        """For 16-bit values, the encoder of the smallest split (8 coded bits: a table of
+        256 entries a bank, as the e4m3 encoder's); the same logic as at every split."""
+        if self._split[0] == 8:
+            return self
+        return HuffmanEncoderBlock(max_length=self._max_length, value_bits=self._split[0],
+                                   coded_bits=8)
+
+    def variant(self, options):
+        """The encoder that ``options`` (``sim``'s) ask for: with a ``codebook`` file of
+        16-bit values, the encoder of its split; else this one."""
+        if not options.get("codebook"):
+            return self
+        book = HuffmanCodebook.load(options["codebook"])
+        if (book.value_bits, book.coded_bits) == self._split:
+            return self
+        return HuffmanEncoderBlock(max_length=self._max_length, value_bits=book.value_bits,
+                                   coded_bits=book.coded_bits)
 
     def frame_io(self, frame, *, lanes, word_width, tables):
         return ({"i": symbol_beats([frame], lanes)},
@@ -101,6 +161,10 @@ class HuffmanEncoderBlock(_HuffmanBlock):
 
 class HuffmanDecoderBlock(_HuffmanBlock):
     name = "huffman-decoder"
+
+    def __init__(self, *, max_length=MAX_CODE_LENGTH):
+        super().__init__(max_length=max_length)
+
     module = "linkcodec_huffman_decoder"
     lanes = (1, 2, 4)
     component = HuffmanDecoder

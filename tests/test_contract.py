@@ -11,9 +11,10 @@ Verilator builds dominate the time: one build per block and lane count, shared b
 test that needs it (``xdist_group`` keeps them on one worker). Lane counts of 16
 (``sim.contract.LARGE_LANES``) run under the ``slow`` marker, which ``make test`` leaves
 out: ``pytest -m slow tests/test_contract.py`` runs them, and ``linkcodec bench
---contract`` runs the same checks there. Above a block's smallest lane count ``make
-test`` runs the round trip under the random pattern only (:func:`slow_case`) and leaves
-the other word widths to ``-m slow`` too. Seeds are printed; ``LINKCODEC_SEED`` replays.
+--contract`` runs the same checks there. ``make test`` runs each block at its smallest
+lane count and its widest below 16 (:func:`middle_lanes`), at the widest under the random
+pattern only (:func:`slow_case`), and leaves the other word widths and the lane counts
+between to ``-m slow`` too. Seeds are printed; ``LINKCODEC_SEED`` replays.
 """
 
 import numpy as np
@@ -25,14 +26,27 @@ from linkcodec.sim import contract
 from linkcodec.sim.blocks import BLOCKS
 from linkcodec.sim.pair import pairs
 
-BLOCK_LANES = [block_case(name, lanes) for name, block in BLOCKS.items()
-               for lanes in block.lanes]
+def middle_lanes(block, lanes):
+    """Whether ``lanes`` lies between a block's smallest lane count and its widest below
+    :data:`~linkcodec.sim.contract.LARGE_LANES`: ``make test`` runs a block at those two
+    (the narrowest control, the widest data path it takes), and leaves the lane counts
+    between them to ``-m slow`` with the large ones (they were 4 minutes of ``make
+    test``'s 24 on 2 cores)."""
+    below = [count for count in block.lanes if count < contract.LARGE_LANES]
+    return lanes not in (min(below), max(below))
+
+
+BLOCK_LANES = [block_case(name, lanes, slow=middle_lanes(block, lanes))
+               for name, block in BLOCKS.items() for lanes in block.lanes]
+
+
 def slow_case(block, lanes, pattern="random"):
     """Whether ``make test`` leaves a round trip to ``-m slow``: every pause pattern runs
     at a block's smallest lane count, where each block's control is the same as at more
-    lanes, and the random one (idle cycles and backpressure both) above it. The rest
-    were a fifth of ``make test``'s time."""
-    return lanes > min(block.lanes) and pattern != "random"
+    lanes, and the random one (idle cycles and backpressure both) at its widest below 16
+    lanes; lane counts between go to ``-m slow`` (:func:`middle_lanes`). The rest were a
+    fifth of ``make test``'s time."""
+    return (lanes > min(block.lanes) and pattern != "random") or middle_lanes(block, lanes)
 
 
 PATTERNED = [block_case(name, lanes, pattern, slow=slow_case(block, lanes, pattern))
@@ -96,26 +110,30 @@ def test_parameters_are_checked(name):
 
 
 @pytest.mark.parametrize(("name", "lanes"), [
-    block_case(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes
+    block_case(name, lanes, slow=middle_lanes(block, lanes))
+    for name, block in BLOCKS.items() for lanes in block.lanes
     if lanes > 1 and "encoder" in name])
 def test_counts_beyond_the_lanes_are_clamped(name, lanes, seed):
     assert contract.check_count_clamp(BLOCKS[name], lanes, pattern="random", seed=seed)
 
 
 @pytest.mark.parametrize(("name", "lanes"), [
-    block_case(name, lanes) for name, block in BLOCKS.items() for lanes in block.lanes
-    if block.fuzzable])
+    block_case(name, lanes, slow=middle_lanes(block, lanes))
+    for name, block in BLOCKS.items() for lanes in block.lanes if block.fuzzable])
 def test_fuzzed_words_decode_as_golden_says(name, lanes, seed):
     report = contract.check_bad_words(BLOCKS[name], lanes, pattern="bursty", seed=seed)
     assert report["frames"] == 60 and report["faults_injected"] > 0
 
 
 @pytest.mark.parametrize(("name", "lanes"), [
-    (name, lanes) for name, block in BLOCKS.items() if block.ready_independent
+    pytest.param(name, lanes, marks=[pytest.mark.slow] if lanes > min(block.lanes) else [])
+    for name, block in BLOCKS.items() if block.ready_independent
     for lanes in sorted({min(block.lanes), 4} & set(block.lanes))])
 def test_input_ready_does_not_depend_on_output_ready(name, lanes, seed):
     """In Amaranth's simulator (no Verilator build); the outputs stall in long runs, so
-    backpressure reaches the inputs."""
+    backpressure reaches the inputs. ``make test`` checks the smallest lane count, where
+    tests/test_formal.py also proves it; 4 lanes under ``-m slow`` (the 4-lane Huffman
+    decoder's check takes 40 s)."""
     assert contract.check_ready_independence(BLOCKS[name], lanes, seed=seed) > 0
 
 
