@@ -63,8 +63,11 @@ def _sentence_block(page, line, block):
     codec = page.stem
     lead = line.startswith("#") or line.startswith("**")
     for side in ("encoder", "decoder"):
-        if lead and side in line.lower() and f"{codec}-{side}" in BLOCKS:
-            return f"{codec}-{side}"
+        # "bf16" in the lead-in: the block of bf16 values (huffman-encoder-bf16)
+        for name in (f"{codec}-{side}-bf16", f"{codec}-{side}"):
+            if (lead and side in line.lower() and name in BLOCKS
+                    and name.endswith("-bf16") == ("bf16" in line.lower())):
+                return name
     return block
 
 

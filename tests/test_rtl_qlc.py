@@ -66,8 +66,9 @@ def corrupt_frames(code):
 
 
 @pytest.mark.parametrize(("lanes", "pattern"), [
-    pytest.param(lanes, pattern, marks=pytest.mark.xdist_group(f"qlc-decoder-{lanes}"),
-                 id=f"{lanes}-{pattern}")
+    # 2 and 8 lanes under -m slow (make test runs the contract at 1 and 4 lanes)
+    pytest.param(lanes, pattern, marks=[pytest.mark.xdist_group(f"qlc-decoder-{lanes}")]
+                 + [pytest.mark.slow] * (lanes in (2, 8)), id=f"{lanes}-{pattern}")
     for lanes, pattern in [(1, "random"), (2, "bursty"), (4, "hold"), (8, "random")]])
 def test_decoder_recovers_from_bad_frames(lanes, pattern, seed):
     """An invalid code and a truncated frame each end their frame with ``error``; the

@@ -56,7 +56,8 @@ def test_latency_at_a_narrow_word_width(lanes, width):
 
 @pytest.mark.parametrize(("lanes", "width", "pattern"), [
     on_decoder(1, 8, "random", width=8, shared=True), on_decoder(4, 16, "bursty", width=16),
-    on_decoder(2, 40, "hold", width=40)])
+    pytest.param(*on_decoder(2, 40, "hold", width=40).values,
+                 marks=[*on_decoder(2, 40, "hold", width=40).marks, pytest.mark.slow])])
 def test_word_widths_other_than_the_default(lanes, width, pattern, seed):
     """Narrow words (a code spans three 8-bit words; four lanes' codes span several
     16-bit words, so the jump shrinks) and a width that is not a power of two, against

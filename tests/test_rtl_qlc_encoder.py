@@ -27,7 +27,10 @@ def same_build(lanes, word_width=None, *values):
 
 
 @pytest.mark.parametrize(("lanes", "word_width", "pattern"), [
-    same_build(4, 128, "hold"), same_build(8, 40, "random")])
+    same_build(4, 128, "hold"),
+    pytest.param(*same_build(8, 40, "random").values,
+                 marks=[*same_build(8, 40, "random").marks, pytest.mark.slow],
+                 id="8-w40-random")])
 def test_bit_exact_at_other_word_widths(lanes, word_width, pattern, seed):
     """A word holding several beats' codes (4 lanes, 128 bits), and a width of no power
     of two narrower than a beat's codes (8 lanes, 40 bits), the longest codes back to
