@@ -10,6 +10,9 @@ from linkcodec.bundled import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# One worker for both tests, so the rows (15 s) are computed once.
+pytestmark = pytest.mark.xdist_group("huffman-limits")
+
 
 @pytest.fixture(scope="module")
 def rows():
