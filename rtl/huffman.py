@@ -401,14 +401,12 @@ class HuffmanEncoder(_HuffmanBlock):
         pieces = self._lanes if self._value_bits == 8 else 2 * self._lanes
         return 5 + pieces.bit_length() - 1
 
-    def elaborate(self, platform):
-        if self._value_bits != 8:
-            return self._elaborate_split()
-        m = Module()
-        lanes, L = self._lanes, self._max_length
-
+    def _front(self, m, *, chunk_width):
+        """The packer on ``o``, the stage enable (``step``: the packer's registered
+        ``i.ready``, also ``i.ready``), and the bank logic, a pending switch taking effect
+        at a frame boundary: ``(packer, step, active, bank)``."""
         m.submodules.packer = packer = BitPacker(
-            chunk_width=L * lanes, word_width=self._word_width)
+            chunk_width=chunk_width, word_width=self._word_width)
         wiring.connect(m, wiring.flipped(self.o), packer.o)
         step = packer.i.ready             # a register: every stage moves while it is high
         m.d.comb += self.i.ready.eq(step)
@@ -418,8 +416,15 @@ class HuffmanEncoder(_HuffmanBlock):
         with m.If(self.i.valid & step):
             m.d.sync += in_frame.eq(~self.i.payload.last)
         banks = self._switch(m, ~in_frame)
-        active, bank = banks.active, banks.bank
         m.d.comb += self.i_config.ready.eq(~banks.pending)
+        return packer, step, banks.active, banks.bank
+
+    def elaborate(self, platform):
+        if self._value_bits != 8:
+            return self._elaborate_split()
+        m = Module()
+        lanes, L = self._lanes, self._max_length
+        packer, step, active, bank = self._front(m, chunk_width=L * lanes)
         config = self.i_config.payload
         # A write's code is MSB-aligned in 15 bits; the table keeps its first L.
         entry_layout, written = code_entry_layout, None
@@ -484,18 +489,7 @@ class HuffmanEncoder(_HuffmanBlock):
         R = V - K                                  # the tail's bits
         piece = max(L, V)                          # every piece MSB-aligned in this width
 
-        m.submodules.packer = packer = BitPacker(
-            chunk_width=piece * 2 * lanes, word_width=self._word_width)
-        wiring.connect(m, wiring.flipped(self.o), packer.o)
-        step = packer.i.ready
-        m.d.comb += self.i.ready.eq(step)
-
-        in_frame = Signal()
-        with m.If(self.i.valid & step):
-            m.d.sync += in_frame.eq(~self.i.payload.last)
-        banks = self._switch(m, ~in_frame)
-        active, bank = banks.active, banks.bank
-        m.d.comb += self.i_config.ready.eq(~banks.pending)
+        packer, step, active, bank = self._front(m, chunk_width=piece * 2 * lanes)
         config = self.i_config.payload
         written = self.i_config.valid & self.i_config.ready
         entry_layout = data.StructLayout({"code": L, "length": 4})
