@@ -63,7 +63,7 @@ __all__ = [
     "code_entry_layout", "length_entry_layout", "config_layout", "default_word_width",
     "default_codebook", "check_codebook", "check_max_length", "config_writes", "switch_write",
     "HuffmanEncoder", "HuffmanDecoder", "split_config_layout", "split_escape_addr",
-    "split_switch_addr",
+    "split_switch_addr", "BF16_ENCODER_LANES",
 ]
 
 #: The longest code the hardware takes (the golden model's default limit), and the blocks'
@@ -102,6 +102,11 @@ LENGTH_BASE = 256
 
 #: A write here asks for a bank switch at the next frame boundary.
 SWITCH_ADDR = 511
+
+
+#: The lane counts of the encoder of 16-bit values: up to 4 (64 bits of values a beat;
+#: at 8 its table would be read by 8 ports, 40 block RAMs at the default split).
+BF16_ENCODER_LANES = (1, 2, 4)
 
 
 def split_config_layout(coded_bits):
@@ -390,7 +395,9 @@ class HuffmanEncoder(_HuffmanBlock):
                 "i_config": In(stream.Signature(split_config_layout(coded_bits))),
             }
         super().__init__(signature, lanes=lanes, word_width=word_width, tables=tables,
-                         max_length=max_length, allowed=(1, 2, 4, 8), value_bits=value_bits,
+                         max_length=max_length,
+                         allowed=(1, 2, 4, 8) if value_bits == 8 else BF16_ENCODER_LANES,
+                         value_bits=value_bits,
                          coded_bits=coded_bits)
 
     @property

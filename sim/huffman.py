@@ -21,9 +21,9 @@ values runs the encoder of that codebook's split (:meth:`HuffmanEncoderBlock.var
 import numpy as np
 
 from ..golden.huffman import DEFAULT_CODED_BITS, HuffmanCodebook, check_split
-from ..rtl.huffman import (MAX_CODE_LENGTH, MIN_DECODER_WORD_WIDTH, HuffmanDecoder,
-                           HuffmanEncoder, check_max_length, config_writes, default_codebook,
-                           default_word_width)
+from ..rtl.huffman import (BF16_ENCODER_LANES, MAX_CODE_LENGTH, MIN_DECODER_WORD_WIDTH,
+                           HuffmanDecoder, HuffmanEncoder, check_max_length, config_writes,
+                           default_codebook, default_word_width)
 from .beats import decoder_beats, frame_words, symbol_beats
 from .block import BlockDescription
 
@@ -126,9 +126,13 @@ class _HuffmanBlock(BlockDescription):
 
 class HuffmanEncoderBlock(_HuffmanBlock):
     module = "linkcodec_huffman_encoder"
-    lanes = (1, 2, 4, 8)
     component = HuffmanEncoder
     table = "encoder"
+
+    @property
+    def lanes(self):
+        """1, 2, 4 and 8 lanes for e4m3; up to 4 for 16-bit values."""
+        return (1, 2, 4, 8) if self._split[0] == 8 else BF16_ENCODER_LANES
 
     @property
     def name(self):
