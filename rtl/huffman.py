@@ -426,6 +426,20 @@ class HuffmanEncoder(_HuffmanBlock):
         m.d.comb += self.i_config.ready.eq(~banks.pending)
         return packer, step, banks.active, banks.bank
 
+    def _read(self, m, stage, reads, step, addresses):
+        """Stage 1: the table reads at ``addresses`` (one a lane); the beat's valid, its
+        count (clamped to the lanes) and last registered beside them."""
+        lanes = self._lanes
+        for lane, address in enumerate(addresses):
+            m.d.comb += [reads[lane].addr.eq(address), reads[lane].en.eq(step)]
+        if lanes > 1:
+            clamped = Mux(self.i.payload.count > lanes, lanes, self.i.payload.count)
+        else:
+            clamped = self.i.payload.count
+        return (stage("read_valid", 1, self.i.valid),
+                stage("read_count", range(lanes + 1), clamped),
+                stage("read_last", 1, self.i.payload.last))
+
     def elaborate(self, platform):
         if self._value_bits != 8:
             return self._elaborate_split()
@@ -447,16 +461,8 @@ class HuffmanEncoder(_HuffmanBlock):
         stage = pipeline_stage(m, step)
 
         # 1: the table read; the beat's count (clamped) and last travel beside it.
-        for lane in range(lanes):
-            m.d.comb += [reads[lane].addr.eq(Cat(self.i.payload.symbols[lane], bank)),
-                         reads[lane].en.eq(step)]
-        if lanes > 1:
-            clamped = Mux(self.i.payload.count > lanes, lanes, self.i.payload.count)
-        else:
-            clamped = self.i.payload.count
-        valid = stage("read_valid", 1, self.i.valid)
-        count = stage("read_count", range(lanes + 1), clamped)
-        last = stage("read_last", 1, self.i.payload.last)
+        valid, count, last = self._read(m, stage, reads, step, [
+            Cat(self.i.payload.symbols[lane], bank) for lane in range(lanes)])
 
         # 2: the read data, registered alone.
         entries = [stage(f"entry{lane}", entry_layout, reads[lane].data)
@@ -520,16 +526,8 @@ class HuffmanEncoder(_HuffmanBlock):
 
         # 1: the table read at each value's top bits; the value and the bank's escape
         # travel beside it.
-        for lane in range(lanes):
-            m.d.comb += [reads[lane].addr.eq(Cat(self.i.payload.symbols[lane][R:], bank)),
-                         reads[lane].en.eq(step)]
-        if lanes > 1:
-            clamped = Mux(self.i.payload.count > lanes, lanes, self.i.payload.count)
-        else:
-            clamped = self.i.payload.count
-        valid = stage("read_valid", 1, self.i.valid)
-        count = stage("read_count", range(lanes + 1), clamped)
-        last = stage("read_last", 1, self.i.payload.last)
+        valid, count, last = self._read(m, stage, reads, step, [
+            Cat(self.i.payload.symbols[lane][R:], bank) for lane in range(lanes)])
         escape = stage("read_escape", entry_layout, Mux(bank, escapes[1], escapes[0]))
         values = [stage(f"read_value{lane}", V, self.i.payload.symbols[lane])
                   for lane in range(lanes)]
