@@ -440,6 +440,29 @@ class HuffmanEncoder(_HuffmanBlock):
                 stage("read_count", range(lanes + 1), clamped),
                 stage("read_last", 1, self.i.payload.last))
 
+    def _entries(self, stage, reads, entry_layout, valid, count, last):
+        """Stage 2: the read data registered alone, and the beat's valid, count and last
+        beside it."""
+        lanes = self._lanes
+        return ([stage(f"entry{lane}", entry_layout, reads[lane].data)
+                 for lane in range(lanes)],
+                stage("entry_valid", 1, valid),
+                stage("entry_count", range(lanes + 1), count),
+                stage("entry_last", 1, last))
+
+    @staticmethod
+    def _to_packer(m, packer, stage, pieces, valid, last):
+        """The concatenation tree of ``pieces`` (``(code, length)``, MSB-aligned) into the
+        packer, ``valid`` and ``last`` beside it."""
+        chunk, length, beside = concatenation_tree(pieces, stage,
+                                                   {"valid": valid, "last": last})
+        m.d.comb += [
+            packer.i.valid.eq(beside["valid"]),
+            packer.i.payload.bits.eq(chunk),
+            packer.i.payload.length.eq(length),
+            packer.i.payload.last.eq(beside["last"]),
+        ]
+
     def elaborate(self, platform):
         if self._value_bits != 8:
             return self._elaborate_split()
@@ -465,11 +488,8 @@ class HuffmanEncoder(_HuffmanBlock):
             Cat(self.i.payload.symbols[lane], bank) for lane in range(lanes)])
 
         # 2: the read data, registered alone.
-        entries = [stage(f"entry{lane}", entry_layout, reads[lane].data)
-                   for lane in range(lanes)]
-        valid = stage("entry_valid", 1, valid)
-        count = stage("entry_count", range(lanes + 1), count)
-        last = stage("entry_last", 1, last)
+        entries, valid, count, last = self._entries(stage, reads, entry_layout,
+                                                    valid, count, last)
 
         # 3: lanes past `count` are empty.
         codes = []
@@ -482,13 +502,7 @@ class HuffmanEncoder(_HuffmanBlock):
         last = stage("code_last", 1, last)
 
         # 4: the concatenation tree.
-        chunk, length, beside = concatenation_tree(codes, stage, {"valid": valid, "last": last})
-        m.d.comb += [
-            packer.i.valid.eq(beside["valid"]),
-            packer.i.payload.bits.eq(chunk),
-            packer.i.payload.length.eq(length),
-            packer.i.payload.last.eq(beside["last"]),
-        ]
+        self._to_packer(m, packer, stage, codes, valid, last)
         return m
 
 
@@ -533,11 +547,8 @@ class HuffmanEncoder(_HuffmanBlock):
                   for lane in range(lanes)]
 
         # 2: the read data, registered alone.
-        entries = [stage(f"entry{lane}", entry_layout, reads[lane].data)
-                   for lane in range(lanes)]
-        valid = stage("entry_valid", 1, valid)
-        count = stage("entry_count", range(lanes + 1), count)
-        last = stage("entry_last", 1, last)
+        entries, valid, count, last = self._entries(stage, reads, entry_layout,
+                                                    valid, count, last)
         escape = stage("entry_escape", entry_layout, escape)
         values = [stage(f"entry_value{lane}", V, value) for lane, value in enumerate(values)]
 
@@ -561,14 +572,7 @@ class HuffmanEncoder(_HuffmanBlock):
         last = stage("code_last", 1, last)
 
         # 4: the concatenation tree, 5: the packer.
-        chunk, length, beside = concatenation_tree(pieces, stage,
-                                                   {"valid": valid, "last": last})
-        m.d.comb += [
-            packer.i.valid.eq(beside["valid"]),
-            packer.i.payload.bits.eq(chunk),
-            packer.i.payload.length.eq(length),
-            packer.i.payload.last.eq(beside["last"]),
-        ]
+        self._to_packer(m, packer, stage, pieces, valid, last)
         return m
 
 

@@ -1454,8 +1454,8 @@ class _RxStream(wiring.Component):
         a cycle (in turn while both have room), so neither of the decoder's ports waits
         on the other's. The header's sizes (its values' bits, 11 a value) are registers,
         derived in the two cycles after the header comes in view (``changed``: the slot
-        read or a header written changes). Returns ``(reading, start, malformed, settled)``: a flit
-        is being read; start one (its header in view, set here); its header cannot be a
+        read or a header written changes). Returns ``(reading, start, malformed,
+        settled)``: a flit is being read; start one (its header in view, set here); its header cannot be a
         coded flit's (its bits not whole bytes, more than the body or fewer than its
         values take: it gives the error beat); those sizes are the header's in view."""
         p = self._params
