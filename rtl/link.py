@@ -1347,7 +1347,9 @@ class _RxStream(wiring.Component):
                     with m.Elif(h_bank != active):
                         with m.If(~blocked):
                             m.d.sync += switching.eq(1)
-                with m.Elif(decoding.w_rdy):
+                # (bf16: not while a raw flit's last value is in hand, as the coded
+                # flit's reads move the read port and the byte select under it.)
+                with m.Elif(decoding.w_rdy & (~held if bf16 else 1)):
                     m.d.comb += [decoding.w_en.eq(1),
                                  decoding.w_data.eq(Cat(h_count, h_last))]
                     if bf16:
