@@ -63,7 +63,8 @@ __all__ = [
     "code_entry_layout", "length_entry_layout", "config_layout", "default_word_width",
     "default_codebook", "check_codebook", "check_max_length", "config_writes", "switch_write",
     "HuffmanEncoder", "HuffmanDecoder", "split_config_layout", "split_escape_addr",
-    "split_switch_addr", "BF16_ENCODER_LANES",
+    "split_switch_addr", "split_length_base", "split_length_entry_layout",
+    "split_decoder_config_layout", "BF16_ENCODER_LANES", "BF16_DECODER_LANES",
 ]
 
 #: The longest code the hardware takes (the golden model's default limit), and the blocks'
@@ -109,6 +110,12 @@ SWITCH_ADDR = 511
 BF16_ENCODER_LANES = (1, 2, 4)
 
 
+#: The lane counts of the decoder of 16-bit values: 1 and 2 (a jump of one code a lane:
+#: the escape and its value, up to 31 bits, stretch a jump of two codes past what the
+#: window's targets can reach from two words).
+BF16_DECODER_LANES = (1, 2)
+
+
 def split_config_layout(coded_bits):
     """The config writes of an encoder of 16-bit values coding their top ``coded_bits``:
     addresses ``0 .. 2**coded_bits - 1`` for the parts' entries,
@@ -125,8 +132,33 @@ def split_escape_addr(coded_bits):
 
 
 def split_switch_addr(coded_bits):
-    """Config address of the bank switch in an encoder of 16-bit values."""
+    """Config address of the bank switch in an encoder or decoder of 16-bit values."""
     return (2 << coded_bits) - 1
+
+
+def split_length_base(coded_bits):
+    """Config address of a decoder of 16-bit values' per-length entry of length 0 (entry
+    ``l``, 1..15, is at ``split_length_base + l``; entry 0's address is the escape's,
+    :func:`split_escape_addr`)."""
+    return 1 << coded_bits
+
+
+def split_length_entry_layout(coded_bits):
+    """A per-length entry of a decoder of 16-bit values: ``limit`` as
+    :data:`length_entry_layout`'s, ``offset`` the rank among the parts (the escape left
+    out) of the first code of the length, less that code, mod ``2**coded_bits``."""
+    return data.StructLayout({"limit": MAX_CODE_LENGTH + 1, "offset": coded_bits})
+
+
+def split_decoder_config_layout(coded_bits):
+    """The config writes of a decoder of 16-bit values coding their top ``coded_bits``:
+    addresses ``0 .. 2**coded_bits - 1`` for the part at each rank (codes in canonical
+    order, the escape left out), :func:`split_escape_addr` for the escape's
+    :data:`code_entry_layout` entry (length 0: no escape), ``split_length_base + l`` for
+    the per-length entries (:func:`split_length_entry_layout`), :func:`split_switch_addr`
+    for the switch."""
+    return config_write_layout(addr_width=coded_bits + 1,
+                               data_width=split_length_entry_layout(coded_bits).size)
 
 
 #: The narrowest word the decoder takes: its prepare stage reads the ``max_length``
@@ -155,7 +187,7 @@ def default_codebook(value_bits=8, coded_bits=None):
 
 def check_codebook(codebook, max_length=MAX_CODE_LENGTH, *, value_bits=8, coded_bits=None):
     """``codebook`` if blocks of ``max_length`` and this split (``value_bits`` 8: e4m3;
-    16: bf16 values by their top ``coded_bits``, an encoder only) can hold it: a
+    16: bf16 values by their top ``coded_bits``) can hold it: a
     :class:`HuffmanCodebook` of that split, whose codes are canonical for its lengths
     (the escape last), none longer than ``max_length``; else a ``TypeError`` or
     ``ValueError`` saying why."""
@@ -211,17 +243,24 @@ def _escape_entry(codebook, max_length=MAX_CODE_LENGTH):
 
 
 def _decoder_tables(codebook):
-    """``(symbols, entries)``: the symbols in canonical order and the per-length entries
-    (a ``dict`` per length 0..15; entry 0 unused)."""
+    """``(symbols, entries)``: the symbols (parts) that have codes, in canonical order,
+    and the per-length entries (a ``dict`` per length 0..15; entry 0 unused). The escape
+    counts in the limits, not in the ranks: it is the last code of its length (canonical
+    order puts it after every part), so an offset need only skip it for longer lengths,
+    and a part's index, its rank among the parts, fits ``coded_bits``."""
     lengths = codebook.lengths.astype(int)
-    order = np.lexsort((np.arange(256), lengths))
-    counts = np.bincount(lengths, minlength=MAX_CODE_LENGTH + 1)
+    every = np.append(lengths, codebook.escape_length) if codebook.escape_length else lengths
+    order = np.lexsort((np.arange(lengths.size), lengths))
+    order = order[lengths[order] > 0]
+    counts = np.bincount(every, minlength=MAX_CODE_LENGTH + 1)
+    part_counts = np.bincount(lengths, minlength=MAX_CODE_LENGTH + 1)
+    modulus = 1 << codebook.coded_bits
     entries, limit, base = [{"limit": 0, "offset": 0}], 0, 0
     for length in range(1, MAX_CODE_LENGTH + 1):
         first = limit >> (MAX_CODE_LENGTH - length)
         limit += int(counts[length]) << (MAX_CODE_LENGTH - length)
-        entries.append({"limit": limit, "offset": (base - first) % 256})
-        base += int(counts[length])
+        entries.append({"limit": limit, "offset": (base - first) % modulus})
+        base += int(part_counts[length])
     return [int(symbol) for symbol in order], entries
 
 
@@ -238,21 +277,33 @@ def config_writes(codebook, *, block, switch=True, max_length=MAX_CODE_LENGTH):
     ``block`` is ``"encoder"`` or ``"decoder"``, ``max_length`` the block's. The writes
     are the same at every limit; a codebook that is not canonical, or has a code longer
     than ``max_length`` bits, is refused (:func:`check_codebook`). A codebook of 16-bit
-    values (an encoder's only) loads its parts' entries, then the escape's at
-    :func:`split_escape_addr`, and switches at :func:`split_switch_addr`.
+    values loads, in an encoder, its parts' entries, then the escape's at
+    :func:`split_escape_addr`; in a decoder, the per-length entries, the escape's and
+    the parts by rank (:func:`split_decoder_config_layout`); both switch at
+    :func:`split_switch_addr`.
     """
     if block not in ("encoder", "decoder"):
         raise ValueError(f"block must be 'encoder' or 'decoder', not {block!r}")
     if not isinstance(codebook, HuffmanCodebook):
         raise TypeError(f"codebook must be a HuffmanCodebook, not {type(codebook).__name__}")
-    if block == "encoder" and codebook.value_bits != 8:
+    if codebook.value_bits != 8:
         check_codebook(codebook, max_length, value_bits=codebook.value_bits,
                        coded_bits=codebook.coded_bits)
         coded_bits = codebook.coded_bits
-        writes = [{"addr": part, "data": code_entry_layout.const(entry).as_bits()}
-                  for part, entry in enumerate(_encoder_entries(codebook))]
-        writes.append({"addr": split_escape_addr(coded_bits),
-                       "data": code_entry_layout.const(_escape_entry(codebook)).as_bits()})
+        escape = {"addr": split_escape_addr(coded_bits),
+                  "data": code_entry_layout.const(_escape_entry(codebook)).as_bits()}
+        if block == "encoder":
+            writes = [{"addr": part, "data": code_entry_layout.const(entry).as_bits()}
+                      for part, entry in enumerate(_encoder_entries(codebook))]
+            writes.append(escape)
+        else:
+            parts, entries = _decoder_tables(codebook)
+            layout = split_length_entry_layout(coded_bits)
+            writes = [{"addr": split_length_base(coded_bits) + length,
+                       "data": layout.const(entry).as_bits()}
+                      for length, entry in enumerate(entries) if length]
+            writes.append(escape)
+            writes += [{"addr": rank, "data": part} for rank, part in enumerate(parts)]
         if switch:
             writes.append({"addr": split_switch_addr(coded_bits), "data": 0})
         return writes
@@ -764,16 +815,41 @@ class HuffmanDecoder(_HuffmanBlock):
     there.
     """
 
-    def __init__(self, *, lanes=1, word_width=None, tables=None, max_length=MAX_CODE_LENGTH):
-        super().__init__(decoder_signature(config_layout), lanes=lanes,
+    def __init__(self, *, lanes=1, word_width=None, tables=None, max_length=MAX_CODE_LENGTH,
+                 value_bits=8, coded_bits=None):
+        try:
+            value_bits, coded_bits = check_split(value_bits, coded_bits)
+        except (TypeError, ValueError):
+            self._MustUse__silence = True     # refused at construction: not unused
+            raise
+        if value_bits == 8:
+            signature = decoder_signature(config_layout)
+        else:
+            signature = lambda lanes, word_width: {                 # noqa: E731
+                "i": In(stream.Signature(word_layout(word_width))),
+                "o": Out(stream.Signature(symbol_layout(lanes, width=value_bits,
+                                                        error=True))),
+                "i_config": In(stream.Signature(split_decoder_config_layout(coded_bits))),
+            }
+        super().__init__(signature, lanes=lanes,
                          word_width=word_width, tables=tables, max_length=max_length,
-                         allowed=(1, 2, 4), min_word_width=MIN_DECODER_WORD_WIDTH)
+                         allowed=(1, 2, 4) if value_bits == 8 else BF16_DECODER_LANES,
+                         min_word_width=MIN_DECODER_WORD_WIDTH, value_bits=value_bits,
+                         coded_bits=coded_bits)
+
+    @property
+    def _jump_bits(self):
+        """The most bits one code's jump takes: its code, or for 16-bit values the escape
+        and the whole value (a part's code and tail take fewer)."""
+        if self._value_bits == 8:
+            return self._max_length
+        return self._max_length + self._value_bits
 
     @property
     def jump(self):
         """Codes per precomputed jump (``M``); the loop takes ``lanes / jump`` a cycle."""
         lanes, width = self._lanes, self._word_width
-        jump = 1 if lanes <= 2 else lanes // 2
+        jump = 1 if lanes <= 2 or self._value_bits != 8 else lanes // 2
         # A word's targets come from that word and the next one: the lengths at positions
         # up to W - 1 + L * (M - 1), each decided by L - 1 bits.
         L = self._max_length
@@ -795,23 +871,32 @@ class HuffmanDecoder(_HuffmanBlock):
         # loop (1), cut (1), the second code of a jump (2), the lanes' checks (1) and the
         # table read with the index before it (1); plus a word for each further window
         # slot the first group touches.
-        span = self._max_length * self._lanes
-        return 12 + 2 * (self.jump - 1) + (span - 1) // self._word_width
+        # 16-bit values: a stage more after the loop (whether a code is the escape, its
+        # length, then the raw bits after it).
+        span = self._jump_bits * self._lanes
+        split = int(self._value_bits != 8)
+        return 12 + split + 2 * (self.jump - 1) + (span - 1) // self._word_width
 
     def _geometry(self):
-        return window_geometry(self._word_width, self._lanes, self.jump, self._max_length)
+        return window_geometry(self._word_width, self._lanes, self.jump, self._jump_bits)
 
     def elaborate(self, platform):
         m = Module()
         W, N, M, S, span, last_start, Q = self._geometry()
         L = self._max_length
+        # 16-bit values (``split``): a jump is a part's code and its R-bit tail, or the
+        # escape and the whole value: J bits at most, 1 + R at least.
+        split = self._value_bits != 8
+        K, V, J = self._coded_bits, self._value_bits, self._jump_bits
+        R = V - K
         length_bits = L - 1          # the bits that decide a code's length
         long_lengths = _long_lengths(L)
         prefix_entry_layout = _prefix_entry_layout(L)
-        assert M in (1, 2)
+        assert M in (1, 2) and (M == 1 or not split)
         pos_width = (Q * W).bit_length()            # a bit position in the window
-        target_width = (W - 1 + L * M).bit_length()     # a target in a word
+        target_width = (W - 1 + J * M).bit_length()     # a target in a word
         symbols, entries = _decoder_tables(self.codebook)
+        symbols += [0] * ((1 << K) - len(symbols))     # (ranks past the parts' unused)
         # The config writes' limits are MSB-aligned in 15 bits; the block's, in L.
         align = MAX_CODE_LENGTH - L
         limits_init = [entry_["limit"] >> align for entry_ in entries]
@@ -825,23 +910,55 @@ class HuffmanDecoder(_HuffmanBlock):
         m.d.comb += self.i_config.ready.eq(~pending & ~old_in_use & ~sweeping_active)
         config = self.i_config.payload
         written = self.i_config.valid & self.i_config.ready
-        table_reads = self._table(m, "table", shape=8, init=symbols, read_ports=N,
-                                  idle_bank=~active, hit=config.addr < 256,
+        table_reads = self._table(m, "table", shape=K, init=symbols, read_ports=N,
+                                  idle_bank=~active, hit=config.addr < (1 << K),
                                   index=config.addr)
-        length_hit = (config.addr >= LENGTH_BASE) & (config.addr < LENGTH_BASE + 16)
-        entry = length_entry_layout(config.data)
+        if split:
+            base = split_length_base(K)
+            length_hit = (config.addr > base) & (config.addr < base + 16)
+            entry = split_length_entry_layout(K)(config.data)
+        else:
+            length_hit = (config.addr >= LENGTH_BASE) & (config.addr < LENGTH_BASE + 16)
+            entry = length_entry_layout(config.data)
         # The limits, all visible at once (the lengths at every position compare with
         # them), in reset-less registers; the offsets, read once a lane, in LUT RAM.
         m.submodules.limits = limit_regs = ConfigRegisters(
             shape=L + 1, depth=32, init=limits_init * 2, config_layout=config_layout)
         m.submodules.offsets = offset_table = ConfigTable(
-            shape=8, depth=32, init=[entry_["offset"] for entry_ in entries] * 2,
+            shape=K, depth=32, init=[entry_["offset"] for entry_ in entries] * 2,
             read_ports=N, config_layout=config_layout)
         for table, value in ((limit_regs, entry.limit[align:] if align else entry.limit),
                              (offset_table, entry.offset)):
             m.d.comb += [table.config.valid.eq(written & length_hit),
                          table.config.payload.addr.eq(Cat(config.addr[:4], ~active)),
                          table.config.payload.data.eq(value)]
+
+        if split:
+            # The escape's code (MSB-aligned in L bits) and length, a register a bank
+            # (reset-less: a reset keeps tables), written as the encoder's; a code is the
+            # escape if its first ``length`` bits are the escape's (``length`` 0: none).
+            escape_layout = data.StructLayout({"code": L, "length": 4})
+            escapes = [Signal(escape_layout, name=f"escape{which}",
+                              init=_escape_entry(self.codebook, L), reset_less=True)
+                       for which in range(2)]
+            write = code_entry_layout(config.data[:code_entry_layout.size])
+            with m.If(written & (config.addr == split_escape_addr(K))):
+                with m.If(active):
+                    m.d.sync += escapes[0].eq(Cat(write.code[MAX_CODE_LENGTH - L:],
+                                                  write.length))
+                with m.Else():
+                    m.d.sync += escapes[1].eq(Cat(write.code[MAX_CODE_LENGTH - L:],
+                                                  write.length))
+
+            def bank_escape(which):
+                return escape_layout(Mux(which, escapes[1], escapes[0]))
+
+            def is_escape(number, escape):
+                """Whether the L-bit ``number`` starts with ``escape``'s code."""
+                ones = Const((1 << L) - 1, L)
+                mask = Signal(L)
+                m.d.comb += mask.eq(~(ones >> escape.length))
+                return (escape.length != 0) & (((number ^ escape.code) & mask) == 0)
 
         def bank_limits(which, name):
             """The 15 limits of bank ``which`` (entry 0 unused)."""
@@ -953,6 +1070,12 @@ class HuffmanDecoder(_HuffmanBlock):
         bits = Cat(frame_order(head.data), frame_order(queue.after.data))
         word = {"end": head.end, "fault": head.fault, "bits": head.bits, "data": head.data,
                 "bank": bank}
+        if split:
+            # Where the escape starts, at each position (its code and length are the
+            # bank's registers, so this needs no table).
+            head_escape = bank_escape(bank)
+            word["escape"] = Cat(*[is_escape(bits[position:position + L][::-1], head_escape)
+                                   for position in range(positions)])
         loads = []                                   # (load, valid, bank) of each stage
 
         def register_stage(name, valid, word):
@@ -1024,11 +1147,14 @@ class HuffmanDecoder(_HuffmanBlock):
         # waits in ``skid``, and while it does, the stages before hold.
         lengths_layout = data.StructLayout({
             "valid": 1, "bank": 1, "end": 1, "fault": 1, "bits": head.bits.shape(),
-            "data": W, "excess": data.ArrayLayout(len(excess[0]), positions)})
+            "data": W, "excess": data.ArrayLayout(len(excess[0]), positions),
+            **({"escape": positions} if split else {})})
         arriving = Signal(lengths_layout)
         m.d.comb += [arriving.valid.eq(valid), arriving.bank.eq(word["bank"]),
                      arriving.end.eq(word["end"]), arriving.fault.eq(word["fault"]),
                      arriving.bits.eq(word["bits"]), arriving.data.eq(word["data"])]
+        if split:
+            m.d.comb += arriving.escape.eq(word["escape"])
         m.d.comb += [arriving.excess[position].eq(value) for position, value in enumerate(excess)]
         main = Signal(lengths_layout, name="lengths_main")
         skid = Signal(lengths_layout, name="lengths_skid")
@@ -1065,6 +1191,11 @@ class HuffmanDecoder(_HuffmanBlock):
                 for position in range(W + L * (M - 2 * level))]
             excess = [Value.cast(own + more) for own, more in zip(excess, further)]
             level *= 2
+        if split:
+            # A part's jump takes its tail too; the escape's, the whole value.
+            escape_excess = bank_escape(word["bank"]).length + (V - 1)
+            excess = [Mux(main.escape[position], escape_excess, own + R)
+                      for position, own in enumerate(excess)]
         targets = [position + M + own for position, own in zip(range(W), excess)]
 
         slot_layout = data.StructLayout({
@@ -1083,8 +1214,8 @@ class HuffmanDecoder(_HuffmanBlock):
 
         # -- the window and the loop (:func:`~.window.jump_loop`) ---------------------------
         loop = jump_loop(m, prepared=prepared, take=take, output=self.o, word_width=W,
-                         depth=Q, groups=S, jump=M, min_length=1,
-                         max_length=L, last_start=last_start, span=span,
+                         depth=Q, groups=S, jump=M, min_length=1 + (R if split else 0),
+                         max_length=J, last_start=last_start, span=span,
                          pos_width=pos_width)
         slots, jumps, group_end, step, done, advance = (
             loop.slots, loop.jumps, loop.group_end, loop.step, loop.done, loop.advance)
@@ -1116,17 +1247,32 @@ class HuffmanDecoder(_HuffmanBlock):
         subs = forward("group_jump", jumps)
 
         # Each jump's codes, aligned to its first code; each jump's length in bits.
-        segment_width = L * M
+        segment_width = J * M
         segments = forward("segment", [
-            bits_at(window_bits, at, segment_width, last_start + L * M * index)
+            bits_at(window_bits, at, segment_width, last_start + J * M * index)
             for index, at in enumerate(subs[:S])])
-        spans = forward("segment_span", [(after - at)[:(L * M).bit_length()]
+        spans = forward("segment_span", [(after - at)[:(J * M).bit_length()]
                                         for at, after in zip(subs, subs[1:])])
         subs = forward("segment_at", subs[:S])
         ctrl = stage_ctrl("segment", ctrl)
 
         # The codes of each jump: (bits in frame order, start, length).
-        if M == 1:
+        if split:
+            # Whether each jump is the escape (its first bits, compared with the bank's
+            # escape), and so its code's length: the escape's, or the jump less the tail.
+            group_escape = bank_escape(ctrl["bank"])
+            escaped = [is_escape(segment[:L][::-1], group_escape) for segment in segments]
+            lengths_ = forward("split_length", [
+                Mux(escape, group_escape.length, span_ - R)[:4]
+                for escape, span_ in zip(escaped, spans)])
+            escaped = forward("split_escape", escaped)
+            segments = forward("split_segment", segments)
+            spans = forward("split_span", spans)
+            subs = forward("split_at", subs)
+            ctrl = stage_ctrl("split", ctrl)
+            codes = [(segment[:L], at, length)
+                     for segment, at, length in zip(segments, subs, lengths_)]
+        elif M == 1:
             codes = [(segment[:L], at, span_[:4])
                      for segment, at, span_ in zip(segments, subs, spans)]
         else:
@@ -1162,21 +1308,29 @@ class HuffmanDecoder(_HuffmanBlock):
             room = Signal(range(-(1 << pos_width) - 1, 1 << pos_width), name=f"room{lane}")
             m.d.comb += room.eq(ctrl["end_pos"] - at)
             present = ~ctrl["end_known"] | (room > 0)
-            complete = ~ctrl["end_known"] | (room >= length)
+            # (a value's whole jump, its tail or escaped value too, within the frame)
+            needed = spans[lane] if split else length
+            complete = ~ctrl["end_known"] | (room >= needed)
             starts = number < lane_limits[L]
             m.d.comb += read.addr.eq(Cat(length, ctrl["bank"]))
             lanes.append({
                 "present": stage(f"lane{lane}_present", present),
                 "good": stage(f"lane{lane}_good", present & complete & starts),
-                "code": stage(f"lane{lane}_code", (number >> (L - length)[:4])[:8]),
+                "code": stage(f"lane{lane}_code", (number >> (L - length)[:4])[:K]),
                 "offset": stage(f"lane{lane}_offset", read.data)})
+            if split:
+                # The V bits after the code, as a number: the tail in its top R bits, or
+                # the escaped value.
+                lanes[-1]["raw"] = stage(f"lane{lane}_raw",
+                                         bits_at(segments[lane], length, V, L)[::-1])
+                lanes[-1]["escape"] = stage(f"lane{lane}_escape", escaped[lane])
         ctrl = stage_ctrl("lanes", ctrl)
 
         # The beat: symbols up to the first lane that is not good; the frame ends there,
         # with an error unless that lane is past the frame's end in a frame with no fault.
         beat_count, beat_last, beat_error, dropping = beat_end(m, lanes, ctrl, advance)
         for lane, read in zip(lanes, table_reads):
-            m.d.comb += [read.addr.eq(Cat((lane["code"] + lane["offset"])[:8], ctrl["bank"])),
+            m.d.comb += [read.addr.eq(Cat((lane["code"] + lane["offset"])[:K], ctrl["bank"])),
                          read.en.eq(advance)]
         out_bank = Signal()
         with m.If(advance):
@@ -1188,8 +1342,14 @@ class HuffmanDecoder(_HuffmanBlock):
                 out_bank.eq(ctrl["bank"]),
             ]
         for index, read in enumerate(table_reads):
+            value = read.data
+            if split:
+                # A part and its tail, or the escaped value.
+                raw = stage(f"out_raw{index}", lanes[index]["raw"])
+                escaped = stage(f"out_escape{index}", lanes[index]["escape"])
+                value = Mux(escaped, raw, Cat(raw[V - R:], read.data))
             m.d.comb += self.o.payload.symbols[index].eq(
-                Mux(index < self.o.payload.count, read.data, 0))
+                Mux(index < self.o.payload.count, value, 0))
 
         # Frames of the bank that became idle are still in flight: hold config writes.
         in_flight += [(stage_valid, stage_bank) for _, stage_valid, stage_bank in loads]

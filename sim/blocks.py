@@ -46,5 +46,6 @@ def get_block(name):
 for _block in (QlcEncoderBlock(), QlcDecoderBlock(),
                HuffmanEncoderBlock(), HuffmanDecoderBlock(),
                HuffmanEncoderBlock(value_bits=16, coded_bits=11),
+               HuffmanDecoderBlock(value_bits=16, coded_bits=11),
                ExponentRemapEncoderBlock(), ExponentRemapDecoderBlock()):
     register(_block)

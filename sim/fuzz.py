@@ -2,9 +2,11 @@
 
 Any block of :data:`~linkcodec.sim.blocks.BLOCKS` that says it is ``fuzzable``: a
 decoder of words whose tables are a golden decoder (``encode`` and ``decode``), today
-``qlc-decoder`` (a :class:`~linkcodec.golden.qlc.QlcCode`, the default everywhere) and
-``huffman-decoder`` (a :class:`~linkcodec.golden.huffman.HuffmanCodebook`). The functions
-take ``block=``, its name, and ``code``, its tables.
+``qlc-decoder`` (a :class:`~linkcodec.golden.qlc.QlcCode`, the default everywhere),
+``huffman-decoder`` and ``huffman-decoder-bf16`` (a
+:class:`~linkcodec.golden.huffman.HuffmanCodebook` of e4m3 symbols, or of bf16 values
+with its split and escape). The functions take ``block=``, its name, and ``code``, its
+tables.
 
 The golden model's word front end (:mod:`linkcodec.golden.words`) states what a decoder
 emits for *any* word sequence (``docs/bitstream.md``, "Faults in words"); this module
@@ -23,7 +25,8 @@ Frames (:class:`FuzzFrame`), one *kind* each (:data:`KINDS`):
 
 Symbols come from a pool (the symbols of real tensors, mutated: a run of them at a random
 place, a few replaced by random symbols) or, without a pool, are random (uniform or
-skewed towards small values so that short codes show up).
+skewed towards small values so that short codes show up; for 16-bit values, uniform
+(mostly escaped) or parts that have codes with random tails).
 
 :func:`fuzz_frames` makes frames (:func:`code_space_frames`: one per pattern as wide as
 the longest code, 11 bits for QLC);
@@ -93,23 +96,41 @@ def _frame_length(rng, longest):
     return int(rng.integers(1, longest + 1))
 
 
-def random_symbols(rng, count):
+def _value_bits(code):
+    """The width of the values ``code`` codes: 16 for a codebook of bf16 values, else 8."""
+    return getattr(code, "value_bits", 8)
+
+
+def _dtype(code):
+    return np.uint8 if _value_bits(code) == 8 else np.uint16
+
+
+def random_symbols(rng, count, code=None):
     """``count`` random symbols: uniform, or skewed towards small values (short codes of
-    the base code) half of the time."""
+    the base code) half of the time. For ``code`` of 16-bit values: uniform (most of them
+    escaped), or half of the time parts that have codes, with random tails."""
+    if _value_bits(code) == 16:
+        if rng.random() < 0.5:
+            return rng.integers(0, 1 << 16, count, dtype=np.uint16)
+        coded = np.flatnonzero(code.lengths)
+        parts = coded[rng.integers(0, coded.size, count)]
+        tails = rng.integers(0, 1 << code.tail_bits, count)
+        return ((parts << code.tail_bits) | tails).astype(np.uint16)
     if rng.random() < 0.5:
         return rng.integers(0, 256, count, dtype=np.uint8)
     return np.minimum(rng.geometric(rng.uniform(0.03, 0.3), count) - 1, 255).astype(np.uint8)
 
 
 def pool_symbols(rng, pool, count):
-    """``count`` symbols from ``pool`` (real symbols): a run of them at a random place,
-    a few (0 to 3) replaced by random symbols."""
+    """``count`` symbols from ``pool`` (real symbols, uint8 or uint16): a run of them at
+    a random place, a few (0 to 3) replaced by random symbols."""
     count = min(count, pool.size)
     start = int(rng.integers(0, pool.size - count + 1))
     symbols = pool[start:start + count].copy()
     if count:
         where = rng.integers(0, count, int(rng.integers(0, 4)))
-        symbols[where] = rng.integers(0, 256, where.size, dtype=np.uint8)
+        symbols[where] = rng.integers(0, np.iinfo(pool.dtype).max + 1, where.size,
+                                      dtype=pool.dtype)
     return symbols
 
 
@@ -195,7 +216,8 @@ def fuzz_frames(code, count, *, word_width, rng, pool=None, mix=None, longest=16
                 block="qlc-decoder"):
     """``count`` fuzzed frames (:class:`FuzzFrame`) for decoder ``block`` holding ``code``.
 
-    ``rng`` is a :class:`numpy.random.Generator`; ``pool`` (a uint8 array, optional) the
+    ``rng`` is a :class:`numpy.random.Generator`; ``pool`` (a uint8 array, uint16 for a
+    code of 16-bit values; optional) the
     real symbols that frames are mutated from (random symbols without it); ``mix`` the
     weight of each kind (:data:`DEFAULT_MIX` if None; a kind left out never comes up);
     ``longest`` the most symbols a frame is coded from.
@@ -211,20 +233,21 @@ def fuzz_frames(code, count, *, word_width, rng, pool=None, mix=None, longest=16
         raise ValueError(f"mix weights must be non-negative with a positive sum, not {mix}")
     if pool is not None:
         pool = np.asarray(pool).reshape(-1)
-        if pool.dtype != np.uint8 or pool.size == 0:
-            raise ValueError("pool must be a non-empty uint8 array of symbols")
+        if pool.dtype != _dtype(code) or pool.size == 0:
+            raise ValueError(f"pool must be a non-empty {np.dtype(_dtype(code))} array of "
+                             f"symbols")
     kinds = list(mix)
     weights = np.array([mix[kind] for kind in kinds], dtype=np.float64)
     frames = []
     for kind in rng.choice(kinds, size=count, p=weights / weights.sum()).tolist():
         if kind == "random":
             frames.append(FuzzFrame(random_words(rng, word_width), kind,
-                                    np.zeros(0, np.uint8)))
+                                    np.zeros(0, _dtype(code))))
             continue
         length = _frame_length(rng, longest)
         if kind == "cut":
             length = max(length, 1)
-        symbols = (random_symbols(rng, length) if pool is None
+        symbols = (random_symbols(rng, length, code) if pool is None
                    else pool_symbols(rng, pool, length))
         data, nbits = code.encode(symbols)
         if kind == "cut":
@@ -252,23 +275,48 @@ def expected_beats(code, frames, *, lanes, word_width):
 
 
 def _code_space(code):
-    """``(width, head, follow, codes, lengths)`` of a code for :func:`code_space_frames`:
-    the window width (the longest code), the length of the code each pattern starts
-    (``width`` if none), the symbol that follows each pattern, and every symbol's code
-    and length."""
+    """``(width, head, raw, follow, codes, lengths)`` of a code for
+    :func:`code_space_frames`: the window width (the longest code), the length of the
+    code each pattern starts (``width`` if none), the raw bits that code takes after it
+    (16-bit values: a part's tail, or the escaped value; else 0), the symbol that follows
+    each pattern, and every symbol's code and length (16-bit values: its whole
+    encoding)."""
     if isinstance(code, QlcCode):
         width = 11
         patterns = np.arange(1 << width)
         head = np.asarray(code.layout.code_lengths)[patterns >> 8]
         follow = code.rank_to_symbol[patterns & 0xFF]
         return width, head, follow, code.code_of, code.length_of
-    width = int(code.lengths.max())
+    lengths, codes = code.lengths.tolist(), code.codes.tolist()
+    if code.escape_length:
+        lengths.append(code.escape_length)
+        codes.append(code.escape_code)
+    width = max(lengths)
     patterns = np.arange(1 << width)
     head = np.full(1 << width, width, dtype=np.int64)   # a pattern that starts no code
-    for length, value in zip(code.lengths.tolist(), code.codes.tolist()):
-        span = 1 << (width - length)
-        head[value * span:(value + 1) * span] = length
-    return width, head, patterns & 0xFF, code.codes, code.lengths
+    raw = np.zeros(1 << width, dtype=np.int64)
+    for symbol, (length, value) in enumerate(zip(lengths, codes)):
+        if length:
+            span = 1 << (width - length)
+            head[value * span:(value + 1) * span] = length
+            if _value_bits(code) == 16:
+                raw[value * span:(value + 1) * span] = (
+                    16 if symbol == code.lengths.size else code.tail_bits)
+    if _value_bits(code) == 8:
+        return width, head, raw, patterns & 0xFF, code.codes, code.lengths
+    # 16-bit values: the value that follows is the pattern's low bits as a part (coded
+    # or escaped) with the pattern's lowest bits as its tail; its codes and lengths are
+    # its whole encoding (code and tail, or escape and value).
+    parts = (1 << code.coded_bits) - 1
+    tail = (1 << code.tail_bits) - 1
+    follow = ((patterns & parts) << code.tail_bits) | (patterns & tail)
+    values = np.arange(1 << 16, dtype=np.int64)
+    part = values >> code.tail_bits
+    own = code.lengths[part].astype(np.int64)
+    value_lengths = np.where(own > 0, own + code.tail_bits, code.escape_length + 16)
+    value_codes = np.where(own > 0, (code.codes[part].astype(np.int64) << code.tail_bits)
+                           | (values & tail), (code.escape_code << 16) | values)
+    return width, head, raw, follow, value_codes, value_lengths
 
 
 def code_space_frames(code, *, word_width, block="qlc-decoder", kinds=("pattern",
@@ -278,9 +326,12 @@ def code_space_frames(code, *, word_width, block="qlc-decoder", kinds=("pattern"
     by a valid code, as well-formed words.
 
     QLC: the code of the symbol whose rank is the pattern's low byte; Huffman: the code
-    of the symbol that is the pattern's low byte. Two kinds of frame (``kinds``): kind
+    of the symbol that is the pattern's low byte (for 16-bit values, the pattern's low
+    bits as a part, and as its tail; the escape's code is a pattern too). Two kinds of
+    frame (``kinds``): kind
     ``pattern`` starts with all the bits of the pattern; kind ``pattern-code`` with only
-    as many of them as the code it starts is long (all of them if it starts none), so
+    as many of them as the code it starts is long (all of them if it starts none), and
+    for 16-bit values that code's raw bits (the following value's lowest ones), so
     that a valid first code is followed at once by the valid one. Every window a decoder
     can see first, valid or not, starts a frame; golden says what comes out (the
     pattern's symbol and the next ones, or the error beat).
@@ -291,19 +342,21 @@ def code_space_frames(code, *, word_width, block="qlc-decoder", kinds=("pattern"
     if unknown:
         raise ValueError(f"unknown code-space kind {unknown[0]!r}; the kinds are "
                          f"'pattern' and 'pattern-code'")
-    width, heads, follow, codes, lengths = _code_space(code)
+    width, heads, raws, follow, codes, lengths = _code_space(code)
     frames = []
     for kind in kinds:
         for pattern in range(1 << width):
             head = width if kind == "pattern" else int(heads[pattern])
+            raw = 0 if kind == "pattern" else int(raws[pattern])
             symbol = int(follow[pattern])
             length = int(lengths[symbol])
-            nbits = head + length
-            value = ((pattern >> (width - head)) << length) | int(codes[symbol])
+            nbits = head + raw + length
+            value = (((((pattern >> (width - head)) << raw) | (symbol & ((1 << raw) - 1)))
+                      << length) | int(codes[symbol]))
             nbytes = -(-nbits // 8)
             data = (value << (8 * nbytes - nbits)).to_bytes(nbytes, "big")
             frames.append(FuzzFrame(frame_words(data, nbits, word_width), kind,
-                                    np.array([symbol], dtype=np.uint8)))
+                                    np.array([symbol], dtype=_dtype(code))))
     return frames
 
 

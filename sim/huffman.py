@@ -10,20 +10,22 @@ registry holds): ``HuffmanDecoderBlock(max_length=11)`` builds blocks of that li
 codebooks to it, and names its modules with an ``_m11`` suffix, so the harness, ``linkcodec
 generate``'s :func:`~linkcodec.generate.generate` and synthesis take it as any block.
 
-An encoder description is made for one split too: ``HuffmanEncoderBlock(value_bits=16,
-coded_bits=11)`` (registered as ``huffman-encoder-bf16``) takes bf16 values, codes their
-top 11 bits with codebooks of that split (``docs/huffman.md``, "bf16 values") and names
-its modules with a ``_v16k11`` suffix (``_v16`` at the default split, 11, under its own
-name). ``linkcodec sim huffman-encoder --codebook book.json`` with a codebook of 16-bit
-values runs the encoder of that codebook's split (:meth:`HuffmanEncoderBlock.variant`).
+A description is made for one split too: ``HuffmanEncoderBlock(value_bits=16,
+coded_bits=11)`` (registered as ``huffman-encoder-bf16``, and the decoder as
+``huffman-decoder-bf16``) takes bf16 values, codes their top 11 bits with codebooks of
+that split (``docs/huffman.md``, "bf16 values") and names its modules with a ``_v16k11``
+suffix (``_v16`` at the default split, 11, under its own name). ``linkcodec sim
+huffman-encoder|huffman-decoder --codebook book.json`` with a codebook of 16-bit values
+runs the block of that codebook's split (:meth:`variant`).
 """
 
 import numpy as np
 
 from ..golden.huffman import DEFAULT_CODED_BITS, HuffmanCodebook, check_split
-from ..rtl.huffman import (BF16_ENCODER_LANES, MAX_CODE_LENGTH, MIN_DECODER_WORD_WIDTH,
-                           HuffmanDecoder, HuffmanEncoder, check_max_length, config_writes,
-                           default_codebook, default_word_width)
+from ..rtl.huffman import (BF16_DECODER_LANES, BF16_ENCODER_LANES, MAX_CODE_LENGTH,
+                           MIN_DECODER_WORD_WIDTH, HuffmanDecoder, HuffmanEncoder,
+                           check_codebook, check_max_length, config_writes, default_codebook,
+                           default_word_width)
 from .beats import decoder_beats, frame_words, symbol_beats
 from .block import BlockDescription
 
@@ -35,6 +37,7 @@ class _HuffmanBlock(BlockDescription):
     config_ports = ("i_config",)
     component = None          # HuffmanEncoder or HuffmanDecoder
     table = None              # "encoder" or "decoder": which tables config_writes loads
+    e4m3_lanes = bf16_lanes = ()
 
     def __init__(self, *, max_length=MAX_CODE_LENGTH, value_bits=8, coded_bits=None):
         self._max_length = check_max_length(max_length)
@@ -56,6 +59,35 @@ class _HuffmanBlock(BlockDescription):
 
     def _split_options(self):
         return {"value_bits": self._split[0], "coded_bits": self._split[1]}
+
+    @property
+    def name(self):
+        """``huffman-encoder`` or ``huffman-decoder``; with ``-bf16`` for 16-bit values."""
+        return f"huffman-{self.table}" + ("" if self._split[0] == 8 else "-bf16")
+
+    @property
+    def lanes(self):
+        """The lane counts of the e4m3 block, or of the block of 16-bit values."""
+        return self.e4m3_lanes if self._split[0] == 8 else self.bf16_lanes
+
+    def smallest_variant(self):
+        """For 16-bit values, the block of the smallest split (8 coded bits: a table of
+        256 entries a bank, as the e4m3 block's); the same logic as at every split."""
+        if self._split[0] == 8:
+            return self
+        return type(self)(max_length=self._max_length, value_bits=self._split[0],
+                          coded_bits=8)
+
+    def variant(self, options):
+        """The block that ``options`` (``sim``'s) ask for: with a ``codebook`` file of
+        16-bit values, the block of its split; else this one."""
+        if not options.get("codebook"):
+            return self
+        book = HuffmanCodebook.load(options["codebook"])
+        if (book.value_bits, book.coded_bits) == self._split:
+            return self
+        return type(self)(max_length=self._max_length, value_bits=book.value_bits,
+                          coded_bits=book.coded_bits)
 
     def module_name(self, *, lanes, word_width=None):
         """As every block's, with ``_m<max_length>`` where the limit is not 15 and, for
@@ -120,6 +152,9 @@ class _HuffmanBlock(BlockDescription):
                               max_length=self._max_length, **self._split_options())
 
     def config_writes(self, tables):
+        """The writes that load ``tables``, a codebook of this block's split (another is
+        refused by :func:`~linkcodec.rtl.huffman.check_codebook`)."""
+        check_codebook(tables, self._max_length, **self._split_options())
         return {"i_config": config_writes(tables, block=self.table,
                                           max_length=self._max_length)}
 
@@ -128,35 +163,8 @@ class HuffmanEncoderBlock(_HuffmanBlock):
     module = "linkcodec_huffman_encoder"
     component = HuffmanEncoder
     table = "encoder"
-
-    @property
-    def lanes(self):
-        """1, 2, 4 and 8 lanes for e4m3; up to 4 for 16-bit values."""
-        return (1, 2, 4, 8) if self._split[0] == 8 else BF16_ENCODER_LANES
-
-    @property
-    def name(self):
-        """``huffman-encoder``; ``huffman-encoder-bf16`` for 16-bit values."""
-        return "huffman-encoder" if self._split[0] == 8 else "huffman-encoder-bf16"
-
-    def smallest_variant(self):
-        """For 16-bit values, the encoder of the smallest split (8 coded bits: a table of
-        256 entries a bank, as the e4m3 encoder's); the same logic as at every split."""
-        if self._split[0] == 8:
-            return self
-        return HuffmanEncoderBlock(max_length=self._max_length, value_bits=self._split[0],
-                                   coded_bits=8)
-
-    def variant(self, options):
-        """The encoder that ``options`` (``sim``'s) ask for: with a ``codebook`` file of
-        16-bit values, the encoder of its split; else this one."""
-        if not options.get("codebook"):
-            return self
-        book = HuffmanCodebook.load(options["codebook"])
-        if (book.value_bits, book.coded_bits) == self._split:
-            return self
-        return HuffmanEncoderBlock(max_length=self._max_length, value_bits=book.value_bits,
-                                   coded_bits=book.coded_bits)
+    e4m3_lanes = (1, 2, 4, 8)
+    bf16_lanes = BF16_ENCODER_LANES
 
     def frame_io(self, frame, *, lanes, word_width, tables):
         return ({"i": symbol_beats([frame], lanes)},
@@ -164,13 +172,9 @@ class HuffmanEncoderBlock(_HuffmanBlock):
 
 
 class HuffmanDecoderBlock(_HuffmanBlock):
-    name = "huffman-decoder"
-
-    def __init__(self, *, max_length=MAX_CODE_LENGTH):
-        super().__init__(max_length=max_length)
-
     module = "linkcodec_huffman_decoder"
-    lanes = (1, 2, 4)
+    e4m3_lanes = (1, 2, 4)
+    bf16_lanes = BF16_DECODER_LANES
     component = HuffmanDecoder
     table = "decoder"
     fuzzable = True
@@ -180,7 +184,8 @@ class HuffmanDecoderBlock(_HuffmanBlock):
 
     def latency_frame(self, lanes):
         """``4 x lanes`` symbols: the words follow the first back to back."""
-        return np.random.default_rng(lanes).integers(0, 256, 4 * lanes, dtype=np.uint8)
+        return np.random.default_rng(lanes).integers(0, 1 << self._split[0], 4 * lanes,
+                                                     dtype=self.symbol_dtype)
 
     def frame_io(self, frame, *, lanes, word_width, tables):
         return ({"i": frame_words(*tables.encode(frame), word_width)},

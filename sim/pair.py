@@ -4,7 +4,8 @@
 (:class:`~linkcodec.rtl.pair.EncoderDecoderPair`): symbols in, the same symbols out, with
 the encoder's coded words going straight into the decoder. The pair holds the same
 tables at both ends, loaded through both config ports. :func:`pairs` finds every pair of
-the registry: a block ``X-encoder`` and a block ``X-decoder``.
+the registry: a block ``X-encoder`` and a block ``X-decoder`` (or ``X-encoder-Y`` and
+``X-decoder-Y``: the pair is ``X-pair-Y``).
 """
 
 from ..rtl.pair import EncoderDecoderPair, pair_port_name
@@ -19,7 +20,7 @@ class PairDescription(BlockDescription):
 
     def __init__(self, encoder, decoder):
         self.encoder, self.decoder = encoder, decoder
-        self.name = encoder.name.removesuffix("-encoder") + "-pair"
+        self.name = encoder.name.replace("-encoder", "-pair", 1)
         self.module = encoder.module.removesuffix("_encoder") + "_pair"
         self.lanes = tuple(lanes for lanes in encoder.lanes if lanes in decoder.lanes)
         self.symbol_dtype = encoder.symbol_dtype
@@ -28,6 +29,11 @@ class PairDescription(BlockDescription):
             + [pair_port_name(port, "decoder") for port in decoder.config_ports])
         self.sim_options = encoder.sim_options
         self.pair_limit = encoder.pair_limit
+
+    def module_name(self, *, lanes, word_width=None):
+        """The encoder's module name with ``_pair`` for ``_encoder``."""
+        return self.encoder.module_name(lanes=lanes, word_width=word_width).replace(
+            "_encoder", "_pair", 1)
 
     def default_word_width(self, lanes):
         return self.encoder.default_word_width(lanes)
@@ -69,8 +75,8 @@ def pairs():
     name (``"qlc-pair"``)."""
     found = {}
     for name, block in BLOCKS.items():
-        if name.endswith("-encoder"):
-            decoder = BLOCKS.get(name.removesuffix("-encoder") + "-decoder")
+        if "-encoder" in name:
+            decoder = BLOCKS.get(name.replace("-encoder", "-decoder", 1))
             if decoder is not None:
                 pair = PairDescription(block, decoder)
                 found[pair.name] = pair
