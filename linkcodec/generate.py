@@ -237,9 +237,11 @@ def axi_port_tables():
     for name, description in BLOCKS.items():
         lanes = list(description.lanes)
         wrappers = [axi_wrapper(description, lanes=count) for count in lanes]
-        module = description.module_name(lanes=lanes[0]).rsplit("_l", 1)[0]
+        module = description.module_name(lanes=lanes[0])
+        head, tail = module.rsplit(f"_l{lanes[0]}", 1)
         lines = [f"### {name}", "",
-                 f"Module `{module}_l<lanes>_axis`; lanes {', '.join(map(str, lanes))}.", "",
+                 f"Module `{head}_l<lanes>{tail}_axis`; lanes {', '.join(map(str, lanes))}.",
+                 "",
                  f"| port | direction | width at lanes {', '.join(map(str, lanes))} "
                  f"| carries |", "|---|---|---|---|"]
         for port, member in wrappers[0].signature.members.items():

@@ -1,4 +1,4 @@
-"""Single-stage Huffman encoder and decoder for FP8 e4m3 symbols.
+"""Single-stage Huffman encoder and decoder for FP8 e4m3 symbols, and for bf16 values.
 
 The bitstream is the golden model's (:mod:`linkcodec.golden.huffman`; ``docs/huffman.md``
 and ``docs/bitstream.md``, "Huffman frames"): a frame is its symbols' code words,
@@ -35,6 +35,14 @@ boundary: see :class:`HuffmanDecoder` on its length tables). While a switch is p
 while the working bank's length tables are still being derived from its limits)
 ``i_config.ready`` is low, so the next codebook's writes cannot reach a bank in use.
 :func:`config_writes` makes the writes that load a codebook and switch to it.
+
+**16-bit values** (``value_bits=16, coded_bits=K``, ``docs/huffman.md``, "bf16 values"):
+a value's top K bits (its *part*) are coded, its low ``16 - K`` sent raw after the code;
+a part without a code of its own goes as the escape code and the whole value. Their
+config writes have ``K + 1`` address bits: the encoder's part entries at ``0 .. 2**K -
+1``, the decoder's parts by rank there (:func:`split_decoder_config_layout`); the
+escape's entry at :func:`split_escape_addr`; the decoder's per-length entries above it
+(:func:`split_length_base`); the switch at :func:`split_switch_addr`.
 
 **Reset** (``rst``) clears stream state and never touches a table: both banks of every
 table and the active-bank select keep what was last loaded, or their elaboration-time
@@ -803,6 +811,19 @@ class HuffmanDecoder(_HuffmanBlock):
     :func:`config_writes` writes the limits first, so the sweep runs while the 256 symbol
     writes go in: a swap whose switch takes effect at once waits 14 cycles at most, and
     one that takes effect later waits none.
+
+    16-bit values (``value_bits=16, coded_bits=K``; lanes 1 and 2, one code a jump): at
+    each position, besides the length, whether the escape starts there (its code and
+    length are a register a bank: an L-bit masked compare, no table); a jump is a part's
+    code and its ``16 - K``-bit tail, or the escape and the 16-bit value, so targets
+    reach ``L + 16`` bits on and the window holds a word more. After the loop, a stage
+    more finds whether each code is the escape and its length; then the raw bits after
+    the code are cut out beside the symbol table's read, which holds the parts by rank
+    (the escape left out of the ranks, so they fit K bits: 2 banks of ``2**K``
+    entries); the output is the part and the tail, or the escaped value. Latency 14 at
+    1 lane (16-bit words) and 2 lanes (32-bit words). A code whose tail or escaped
+    value runs past the frame's end is incomplete (the error beat). Everything else as
+    for e4m3.
 
     Reset: clears stream state (the queue, the window, the loop and the pipeline: a frame
     in flight is lost, and the next word starts a frame) and never touches a table: both

@@ -24,7 +24,7 @@ from linkcodec.sim.formal import (FrameLiveness, PackerOrder, QueueOrder, ReadyM
 #: later, is not among them).
 NAMES = tuple(BLOCKS)
 #: The decoders among them: words in on ``i``, beats with ``error`` out on ``o``.
-DECODERS = tuple(name for name in NAMES if name.endswith("-decoder"))
+DECODERS = tuple(name for name in NAMES if "-decoder" in name)
 
 
 def smallest(name):
@@ -45,7 +45,7 @@ def full_depth(block):
 #: :func:`full_depth`, which takes them several times as long (that depth is under the
 #: ``slow`` marker): the Huffman decoder (latency 12: depth 26) and the exponent decoder
 #: (two input streams of free 64-bit words).
-QUICK_DEPTH = {"huffman-decoder": 18, "exponent-decoder": 14}
+QUICK_DEPTH = {"huffman-decoder": 18, "huffman-decoder-bf16": 18, "exponent-decoder": 14}
 
 
 def rules_depth(name, block):
@@ -65,6 +65,7 @@ FRAME_END_COST = {
     "exponent-encoder": 1,
     "qlc-decoder": 11,
     "huffman-decoder": 12,
+    "huffman-decoder-bf16": 12,
     "exponent-decoder": 4,
 }
 
@@ -81,6 +82,7 @@ FRAME_CYCLES = {
     "exponent-encoder": 6,
     "qlc-decoder": 10,
     "huffman-decoder": 10,
+    "huffman-decoder-bf16": 10,
     "exponent-decoder": 6,
 }
 DEEP_FRAME_CYCLES = 14
@@ -156,7 +158,8 @@ def test_frame_end_bound_holds_deeper(name, tmp_path):
 #: BMC depth of the word-fault check: past the decoder's latency, cycles for a frame
 #: of a few words to end (the QLC decoder's cover needs 9); 12 for the exponent decoder,
 #: whose two streams of free 64-bit words double its time each cycle past that.
-FAULT_DEPTH = {"qlc-decoder": 14, "huffman-decoder": 14, "exponent-decoder": 12}
+FAULT_DEPTH = {"qlc-decoder": 14, "huffman-decoder": 14, "huffman-decoder-bf16": 16,
+               "exponent-decoder": 12}
 
 
 @pytest.mark.parametrize("name", DECODERS)
@@ -304,8 +307,8 @@ def test_the_docs_list_every_proof():
     """docs/verification.md lists every block with the depths and bounds proven here."""
     text = PAGE.read_text()
     quick = QUICK_DEPTH["huffman-decoder"], QUICK_DEPTH["exponent-decoder"]
-    faults = "BMC {qlc-decoder}, {exponent-decoder} for the exponent decoder".format_map(
-        FAULT_DEPTH)
+    faults = ("BMC {qlc-decoder}, {huffman-decoder-bf16} for the bf16 Huffman decoder, "
+              "{exponent-decoder} for the exponent decoder").format_map(FAULT_DEPTH)
     for quoted in (faults, f"8-bit words), BMC {PACKER_DEPTH}",
                    f"(8-bit words), BMC {QUEUE_DEPTH}", "proves them to {} and {}".format(*quick),
                    f"over {DEEP_FRAME_CYCLES} cycles"):
