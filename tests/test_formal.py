@@ -65,7 +65,7 @@ FRAME_END_COST = {
     "exponent-encoder": 1,
     "qlc-decoder": 11,
     "huffman-decoder": 12,
-    "huffman-decoder-bf16": 12,
+    "huffman-decoder-bf16": 0,
     "exponent-decoder": 4,
 }
 
