@@ -51,8 +51,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .bundled import (DATA_DIR, KINDS, LAYERS, STEPS, bundled_files, bundled_scale,
-                      manifest, tensor_kind)
+from .bundled import (DATA_DIR, KINDS, LAYERS, STEPS, bundled_bf16_files, bundled_files,
+                      bundled_scale, manifest, tensor_kind)
 from .tables import class_table, format_table, markdown_table
 
 __all__ = ["CODECS", "CONTRACT_PATTERNS", "PARTS", "RESULTS_PATH",
@@ -97,8 +97,9 @@ def add_arguments(parser):
                              "each codec's own frame bytes and raw bytes, per tensor class "
                              "(golden model, 256-byte flits, tables from steps 0-2)")
     parser.add_argument("--fuzz", action="store_true",
-                        help="10,000 fuzzed frames through the QLC decoder at lanes 1 and 4 "
-                             "against the golden word-level model")
+                        help="10,000 fuzzed frames through the QLC decoder and both Huffman "
+                             "decoders (e4m3 and bf16), at each lane count, against the "
+                             "golden word-level model")
     parser.add_argument("--contract", action="store_true",
                         help="the contract suite's slow cases: every block at 16 lanes and "
                              "more, checked as tests/test_contract.py checks it (many "
@@ -419,7 +420,6 @@ def bf16_rows(lmz=None):
     """
     import zstandard
 
-    from .bundled import bundled_bf16_files
     from .golden import exponent as ex
     from .golden.huffman import HuffmanCodebook
 
@@ -1139,28 +1139,58 @@ def write_results(page=RESULTS_PATH, *, synthesis=None, codecs=None, lanes=(1, 2
     return page
 
 
-def fuzz_rows(frames=10_000, lanes_list=(1, 4), seed=2026):
-    """``linkcodec sim qlc-decoder --fuzz``: ``frames`` fuzzed frames (random words; coded
-    frames with flipped bits, cut short, or with bad ``bits`` counts) at each lane count,
-    random idle and backpressure, against ``golden/words.py``."""
+#: The decoders ``--fuzz`` runs: ``(block, lanes, tensor class)``; a class means its
+#: codebook is built from the bundled sample's steps 0-2 (layer 3 for e4m3, 4 for bf16)
+#: and the frames mutate step 3's symbols; none, the block's reset tables and random
+#: symbols (the base QLC code).
+FUZZ_CASES = (("qlc-decoder", (1, 4), None),
+              ("huffman-decoder", (1, 4), "ffn2_act"),
+              ("huffman-decoder-bf16", (1, 2), "ffn1_grad"))
+
+
+def _fuzz_tables(block, kind):
+    """``(code, pool)`` of a :data:`FUZZ_CASES` entry."""
+    if kind is None:
+        return None, None
+    from .sim.blocks import get_block
+
+    description = get_block(block)
+    if description.symbol_dtype == np.uint16:
+        paths = bundled_bf16_files(kind, layers=[4])
+    else:
+        paths = bundled_files(kind, layers=[3])
+    steps = [np.load(path).reshape(-1) for path in paths]
+    return description.fitted_tables(steps[:3]), steps[3]
+
+
+def fuzz_rows(frames=10_000, lanes_list=None, seed=2026, blocks=None):
+    """``linkcodec sim DECODER --fuzz``: ``frames`` fuzzed frames (random words; coded
+    frames with flipped bits, cut short, or with bad ``bits`` counts) through each decoder
+    of :data:`FUZZ_CASES` (or those named in ``blocks``) at each of its lane counts (or
+    ``lanes_list``), random idle and backpressure, against ``golden/words.py``."""
     from .sim.fuzz import run_fuzz
 
     keys = ("frames", "faults_injected", "word_faults", "mismatches", "hangs")
     rows = []
-    for lanes in lanes_list:
-        start = time.perf_counter()
-        report = run_fuzz(frames, lanes=lanes, seed=seed, idle=0.3, stall=0.3)
-        rows.append(dict({key: report[key] for key in keys}, lanes=lanes, seed=seed,
-                         seconds=round(time.perf_counter() - start, 1), bit_exact=(
-                             report["mismatches"] == 0 and report["hangs"] == 0)))
+    for block, block_lanes, kind in FUZZ_CASES:
+        if blocks is not None and block not in blocks:
+            continue
+        code, pool = _fuzz_tables(block, kind)
+        for lanes in block_lanes if lanes_list is None else lanes_list:
+            start = time.perf_counter()
+            report = run_fuzz(frames, lanes=lanes, code=code, pool=pool, seed=seed,
+                              idle=0.3, stall=0.3, block=block)
+            rows.append(dict({key: report[key] for key in keys}, block=block, lanes=lanes,
+                             seed=seed, seconds=round(time.perf_counter() - start, 1),
+                             bit_exact=(report["mismatches"] == 0 and report["hangs"] == 0)))
     return rows
 
 
 def render_fuzz(rows):
     return markdown_table(
-        ["lanes", "frames", "faults injected", "word faults", "mismatches", "hangs", "seed",
-         "seconds"],
-        [[str(row["lanes"]), str(row["frames"]), str(row["faults_injected"]),
+        ["block", "lanes", "frames", "faults injected", "word faults", "mismatches", "hangs",
+         "seed", "seconds"],
+        [[row["block"], str(row["lanes"]), str(row["frames"]), str(row["faults_injected"]),
           str(row["word_faults"]), str(row["mismatches"]), str(row["hangs"]),
           str(row["seed"]), str(row["seconds"])] for row in rows])
 

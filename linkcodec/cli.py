@@ -233,7 +233,7 @@ def _sim_fuzz(args, block):
     if pool is not None and pool.size == 0:
         raise ValueError("the FILEs hold no symbols to fuzz with")
     result = run_fuzz(args.fuzz, lanes=args.lanes, word_width=args.word_width, code=code,
-                      pool=pool, seed=args.seed, block=args.block,
+                      pool=pool, seed=args.seed, block=block,
                       idle=FUZZ_IDLE if args.idle is None else args.idle,
                       stall=FUZZ_STALL if args.stall is None else args.stall)
     clean = result["mismatches"] == 0 and result["hangs"] == 0

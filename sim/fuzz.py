@@ -192,12 +192,13 @@ def bad_bits(rng, words, word_width, *, faults=None):
 
 
 def _decoder_block(block):
-    """The description of decoder ``block`` (a name), whose tables fuzzing can use."""
-    description = get_block(block)
+    """The description of decoder ``block`` (a name, or a description: a variant the
+    registry does not hold, such as another split), whose tables fuzzing can use."""
+    description = get_block(block) if isinstance(block, str) else block
     if not description.fuzzable:
         fuzzable = ", ".join(name for name, other in BLOCKS.items() if other.fuzzable)
-        raise ValueError(f"{block} is not a decoder block that can be fuzzed; these are: "
-                         f"{fuzzable}")
+        raise ValueError(f"{description.name} is not a decoder block that can be fuzzed; "
+                         f"these are: {fuzzable}")
     return description
 
 

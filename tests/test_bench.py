@@ -242,10 +242,10 @@ def test_fuzz_section_counts_frames_faults_and_mismatches():
     the decoder agrees with golden on all of them."""
     from linkcodec.bench import fuzz_rows, render_fuzz
 
-    (row,) = fuzz_rows(frames=120, lanes_list=(1,), seed=7)
+    (row,) = fuzz_rows(frames=120, lanes_list=(1,), seed=7, blocks=("qlc-decoder",))
     assert row["frames"] == 120 and row["faults_injected"] > 0
     assert (row["mismatches"], row["hangs"], row["bit_exact"]) == (0, 0, True)
-    assert "| 1 | 120 |" in render_fuzz([row])
+    assert "| qlc-decoder | 1 | 120 |" in render_fuzz([row])
 
 
 def test_block_lanes_keeps_what_each_block_takes():

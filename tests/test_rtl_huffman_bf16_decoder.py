@@ -209,7 +209,8 @@ def test_refusals(steps):
 
 def test_sim_huffman_decoder_takes_a_bf16_codebook(tmp_path, capsys):
     """`linkcodec sim huffman-decoder --codebook book.json FILE...` with a codebook of
-    16-bit values runs the bf16 decoder of its split on bf16 files."""
+    16-bit values runs the bf16 decoder of its split on bf16 files, and fuzzes it with
+    ``--fuzz N``."""
     files = [str(path) for path in bundled_bf16_files("ffn2_act", layers=[4])]
     book = tmp_path / "book.json"
     assert main(["codebook", "build", "--value-bits", "16", "--coded-bits", "10", "--from",
@@ -222,3 +223,9 @@ def test_sim_huffman_decoder_takes_a_bf16_codebook(tmp_path, capsys):
     values = np.load(files[3]).reshape(-1)
     assert report["symbols"] == values.size
     assert report["payload_bits"] == HuffmanCodebook.load(book).encode(values)[1]
+    # --fuzz with it: the decoder of that split (not the registry's, of 11 bits)
+    assert main(["sim", "huffman-decoder", "--codebook", str(book), "--fuzz", "40",
+                 "--json", files[3]]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["block"] == "huffman-decoder-bf16" and report["frames"] == 40
+    assert report["faults_injected"] > 0 and report["bit_exact"]
