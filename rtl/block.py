@@ -15,22 +15,23 @@ from .payload import LANES, check_lanes, check_word_width, symbol_layout, word_l
 __all__ = ["LanedBlock", "encoder_signature", "decoder_signature"]
 
 
-def encoder_signature(config_layout):
-    """The ports of an e4m3 encoder, as :class:`LanedBlock` takes them: symbol beats in
-    (``i``), words out (``o``), table writes in (``i_config``, ``config_layout``)."""
+def encoder_signature(config_layout, width=8):
+    """The ports of an encoder of ``width``-bit symbols (8: e4m3), as :class:`LanedBlock`
+    takes them: symbol beats in (``i``), words out (``o``), table writes in (``i_config``,
+    ``config_layout``)."""
     return lambda lanes, word_width: {
-        "i": In(stream.Signature(symbol_layout(lanes))),
+        "i": In(stream.Signature(symbol_layout(lanes, width=width))),
         "o": Out(stream.Signature(word_layout(word_width))),
         "i_config": In(stream.Signature(config_layout)),
     }
 
 
-def decoder_signature(config_layout):
-    """The ports of an e4m3 decoder: words in (``i``), symbol beats with the error flag
-    out (``o``), table writes in (``i_config``)."""
+def decoder_signature(config_layout, width=8):
+    """The ports of a decoder of ``width``-bit symbols (8: e4m3): words in (``i``), symbol
+    beats with the error flag out (``o``), table writes in (``i_config``)."""
     return lambda lanes, word_width: {
         "i": In(stream.Signature(word_layout(word_width))),
-        "o": Out(stream.Signature(symbol_layout(lanes, error=True))),
+        "o": Out(stream.Signature(symbol_layout(lanes, width=width, error=True))),
         "i_config": In(stream.Signature(config_layout)),
     }
 

@@ -54,15 +54,14 @@ whether or not either had reached its frame end.
 
 import numpy as np
 from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, Value
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 
 from ..golden.huffman import HuffmanCodebook, canonical_codes, check_split
 from .bitpack import (BitPacker, WordQueue, bits_at, concatenation_tree, frame_order,
                       pipeline_stage)
 from .block import LanedBlock, decoder_signature, encoder_signature
-from .payload import check_lanes, config_write_layout, symbol_layout, word_layout
+from .payload import check_lanes, config_write_layout
 from .table import ConfigRegisters, ConfigTable, bank_switch, two_bank_table
 from .window import beat_end, jump_loop, pick, window_geometry
 
@@ -335,11 +334,7 @@ def config_writes(codebook, *, block, switch=True, max_length=MAX_CODE_LENGTH):
 class _HuffmanBlock(LanedBlock):
     def __init__(self, signature, *, lanes, word_width, tables, max_length, allowed,
                  min_word_width=8, value_bits=8, coded_bits=None):
-        try:
-            self._value_bits, self._coded_bits = check_split(value_bits, coded_bits)
-        except (TypeError, ValueError):
-            self._MustUse__silence = True     # refused at construction: not unused
-            raise
+        self._value_bits, self._coded_bits = self._split_of(value_bits, coded_bits)
 
         def check(lanes, word_width):
             self._max_length = check_max_length(max_length)
@@ -359,9 +354,18 @@ class _HuffmanBlock(LanedBlock):
                              lanes, self._value_bits),
                          allowed_lanes=allowed, check=check)
 
+    def _split_of(self, value_bits, coded_bits):
+        """``check_split(value_bits, coded_bits)``; a block refused here is not reported
+        later as unused."""
+        try:
+            return check_split(value_bits, coded_bits)
+        except (TypeError, ValueError):
+            self._MustUse__silence = True     # refused at construction: not unused
+            raise
+
     @property
     def value_bits(self):
-        """Width of the values: 8 (e4m3 symbols) or 16 (bf16 values, an encoder only)."""
+        """Width of the values: 8 (e4m3 symbols) or 16 (bf16 values)."""
         return self._value_bits
 
     @property
@@ -404,9 +408,9 @@ class HuffmanEncoder(_HuffmanBlock):
     :data:`MAX_LENGTHS`, default 15: a codebook with a longer code is refused, here and
     by :func:`config_writes`).
 
-    Ports: ``i`` (:func:`symbol_layout` beats; a frame ends with the beat whose ``last``
+    Ports: ``i`` (:func:`~.payload.symbol_layout` beats; a frame ends with the beat whose ``last``
     is set, and may be empty: one beat with ``count = 0, last = 1``), ``o``
-    (:func:`word_layout` words, see ``docs/bitstream.md``), ``i_config`` (table writes
+    (:func:`~.payload.word_layout` words, see ``docs/bitstream.md``), ``i_config`` (table writes
     and the bank switch, see the module docstring).
 
     A feed-forward pipeline in front of a :class:`~.bitpack.BitPacker`, every register
@@ -440,20 +444,9 @@ class HuffmanEncoder(_HuffmanBlock):
 
     def __init__(self, *, lanes=1, word_width=None, tables=None, max_length=MAX_CODE_LENGTH,
                  value_bits=8, coded_bits=None):
-        try:
-            value_bits, coded_bits = check_split(value_bits, coded_bits)
-        except (TypeError, ValueError):
-            self._MustUse__silence = True     # refused at construction: not unused
-            raise
-        if value_bits == 8:
-            signature = encoder_signature(config_layout)
-        else:
-            signature = lambda lanes, word_width: {                 # noqa: E731
-                "i": In(stream.Signature(symbol_layout(lanes, width=value_bits))),
-                "o": Out(stream.Signature(word_layout(word_width))),
-                "i_config": In(stream.Signature(split_config_layout(coded_bits))),
-            }
-        super().__init__(signature, lanes=lanes, word_width=word_width, tables=tables,
+        value_bits, coded_bits = self._split_of(value_bits, coded_bits)
+        layout = config_layout if value_bits == 8 else split_config_layout(coded_bits)
+        super().__init__(encoder_signature(layout, value_bits), lanes=lanes, word_width=word_width, tables=tables,
                          max_length=max_length,
                          allowed=(1, 2, 4, 8) if value_bits == 8 else BF16_ENCODER_LANES,
                          value_bits=value_bits,
@@ -745,7 +738,7 @@ class HuffmanDecoder(_HuffmanBlock):
     lengths and widths are those of the default ``max_length`` = 15; a shorter limit ``L``
     compares ``L`` bits, splits the first ``L - 1`` into the prefix's 8 and a tail of
     ``L - 9``, and needs fewer positions and a narrower window. Ports: ``i``
-    (:func:`word_layout` words), ``o`` (:func:`symbol_layout` beats with ``error``),
+    (:func:`~.payload.word_layout` words), ``o`` (:func:`~.payload.symbol_layout` beats with ``error``),
     ``i_config`` (table writes and the bank switch, see the module docstring).
 
     How it works. Canonical decoding, no tree walk: the 15 bits at a bit position, read
@@ -838,21 +831,9 @@ class HuffmanDecoder(_HuffmanBlock):
 
     def __init__(self, *, lanes=1, word_width=None, tables=None, max_length=MAX_CODE_LENGTH,
                  value_bits=8, coded_bits=None):
-        try:
-            value_bits, coded_bits = check_split(value_bits, coded_bits)
-        except (TypeError, ValueError):
-            self._MustUse__silence = True     # refused at construction: not unused
-            raise
-        if value_bits == 8:
-            signature = decoder_signature(config_layout)
-        else:
-            signature = lambda lanes, word_width: {                 # noqa: E731
-                "i": In(stream.Signature(word_layout(word_width))),
-                "o": Out(stream.Signature(symbol_layout(lanes, width=value_bits,
-                                                        error=True))),
-                "i_config": In(stream.Signature(split_decoder_config_layout(coded_bits))),
-            }
-        super().__init__(signature, lanes=lanes,
+        value_bits, coded_bits = self._split_of(value_bits, coded_bits)
+        layout = config_layout if value_bits == 8 else split_decoder_config_layout(coded_bits)
+        super().__init__(decoder_signature(layout, value_bits), lanes=lanes,
                          word_width=word_width, tables=tables, max_length=max_length,
                          allowed=(1, 2, 4) if value_bits == 8 else BF16_DECODER_LANES,
                          min_word_width=MIN_DECODER_WORD_WIDTH, value_bits=value_bits,

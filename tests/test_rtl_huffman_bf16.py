@@ -1,18 +1,22 @@
 """The Huffman encoder of bf16 values (``HuffmanEncoder(value_bits=16, coded_bits=K)``,
 ``huffman-encoder-bf16`` in the registry): bit-exact against the golden codebook's frames
 under random idle and backpressure, with the escape, at each split, loaded at run time,
-and refusing what it cannot code. The contract suite runs it as every registered block."""
+and refusing what it cannot code; both blocks of 16-bit values refusing codebooks of
+another split, and run by `linkcodec sim` from a codebook file (the decoder's other tests
+are in ``tests/test_rtl_huffman_bf16_decoder.py``). The contract suite runs both as every
+registered block."""
 
 import json
 
 import numpy as np
 import pytest
 
+from cases import bf16_steps, frames_with_escapes
 from linkcodec.bundled import bundled_bf16_files
 from linkcodec.cli import main
 from linkcodec.golden.huffman import HuffmanCodebook
-from linkcodec.rtl.huffman import (HuffmanEncoder, config_writes, default_codebook,
-                                   split_escape_addr, split_switch_addr)
+from linkcodec.rtl.huffman import (HuffmanDecoder, HuffmanEncoder, config_writes,
+                                   default_codebook, split_escape_addr, split_switch_addr)
 from linkcodec.sim.blocks import get_block
 from linkcodec.sim.harness import run_frames
 from linkcodec.sim.huffman import HuffmanEncoderBlock
@@ -20,16 +24,7 @@ from linkcodec.sim.huffman import HuffmanEncoderBlock
 
 @pytest.fixture(scope="module")
 def steps():
-    return [np.load(path).reshape(-1) for path in bundled_bf16_files("ffn1_grad", layers=[4])]
-
-
-def frames_with_escapes(steps, rng):
-    """Step 3 cut into frames of 0, 1 and many values, every bf16 pattern's corners, and
-    random values (mostly escaped)."""
-    late = steps[3]
-    corners = np.array([0, 1, 0x7F80, 0x7FFF, 0x8000, 0xFFFF], dtype=np.uint16)
-    return [late[:3000], np.zeros(0, np.uint16), late[3000:3001], corners,
-            rng.integers(0, 1 << 16, 500).astype(np.uint16), late[3001:4500]]
+    return bf16_steps()
 
 
 @pytest.mark.xdist_group("huffman-encoder-bf16")
@@ -84,33 +79,55 @@ def test_config_writes_of_a_split_codebook(steps):
     assert writes[unseen]["data"] == 0                        # no code: the escape's
 
 
-def test_refusals(steps):
+@pytest.mark.parametrize("component", [HuffmanEncoder, HuffmanDecoder])
+def test_refusals(component, steps):
+    """Either block of 16-bit values, and its description's config writes, refuse a
+    codebook of another split; a split or limit out of range is refused by name."""
     e4m3 = default_codebook()
     with pytest.raises(ValueError, match="codes 8-bit values by their top 8 bits; this "
                                          "block codes 16-bit values by 11"):
-        HuffmanEncoder(value_bits=16, tables=e4m3)
+        component(value_bits=16, tables=e4m3)
     with pytest.raises(ValueError, match="by their top 10 bits; this block codes 16-bit "
                                          "values by 11"):
-        HuffmanEncoder(value_bits=16, tables=default_codebook(16, 10))
+        component(value_bits=16, tables=default_codebook(16, 10))
     with pytest.raises(ValueError, match="coded_bits is 13"):
-        HuffmanEncoder(value_bits=16, coded_bits=13)
+        component(value_bits=16, coded_bits=13)
+    with pytest.raises(ValueError, match="lanes"):
+        component(value_bits=16, lanes=8)          # (the decoder takes 1 and 2, too)
     long = HuffmanCodebook.from_batches(steps[:1], value_bits=16, max_length=15)
     with pytest.raises(ValueError, match="at most 12 bits"):
-        HuffmanEncoder(value_bits=16, tables=long, max_length=12)
+        component(value_bits=16, tables=long, max_length=12)
+    other = HuffmanCodebook.from_batches(steps[:1], value_bits=16, coded_bits=12)
+    name = "huffman-encoder-bf16" if component is HuffmanEncoder else "huffman-decoder-bf16"
+    with pytest.raises(ValueError, match="by their top 12 bits; this block codes 16-bit "
+                                         "values by 11"):
+        get_block(name).config_writes(other)
+    if component is HuffmanDecoder:
+        with pytest.raises(ValueError, match="lanes"):
+            component(value_bits=16, lanes=4)
 
 
-def test_sim_huffman_encoder_takes_a_bf16_codebook(tmp_path, capsys):
-    """`linkcodec sim huffman-encoder --codebook book.json FILE...` with a codebook of
-    16-bit values runs the bf16 encoder of its split on bf16 files."""
+@pytest.mark.parametrize(("kind", "coded_bits"), [("encoder", 12), ("decoder", 10)])
+def test_sim_takes_a_bf16_codebook(kind, coded_bits, tmp_path, capsys):
+    """`linkcodec sim huffman-encoder|huffman-decoder --codebook book.json FILE...` with a
+    codebook of 16-bit values runs the bf16 block of its split on bf16 files; `--fuzz N`
+    fuzzes the decoder of that split (not the registry's, of 11 bits)."""
     files = [str(path) for path in bundled_bf16_files("ffn2_act", layers=[4])]
     book = tmp_path / "book.json"
-    assert main(["codebook", "build", "--value-bits", "16", "--coded-bits", "12", "--from",
-                 *files[:3], "-o", str(book)]) == 0
+    assert main(["codebook", "build", "--value-bits", "16", "--coded-bits", str(coded_bits),
+                 "--from", *files[:3], "-o", str(book)]) == 0
     capsys.readouterr()
-    assert main(["sim", "huffman-encoder", "--codebook", str(book), "--json", files[3],
+    assert main(["sim", f"huffman-{kind}", "--codebook", str(book), "--json", files[3],
                  "--idle", "0.2", "--stall", "0.2"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["bit_exact"] and report["block"] == "huffman-encoder-bf16"
+    assert report["bit_exact"] and report["block"] == f"huffman-{kind}-bf16"
     values = np.load(files[3]).reshape(-1)
+    assert report["symbols"] == values.size
     assert report["payload_bits"] == HuffmanCodebook.load(book).encode(values)[1]
-    assert get_block("huffman-encoder-bf16").coded_bits == 11
+    assert get_block(f"huffman-{kind}-bf16").coded_bits == 11
+    if kind == "decoder":
+        assert main(["sim", "huffman-decoder", "--codebook", str(book), "--fuzz", "40",
+                     "--json", files[3]]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["block"] == "huffman-decoder-bf16" and report["frames"] == 40
+        assert report["faults_injected"] > 0 and report["bit_exact"]

@@ -2,22 +2,18 @@
 ``huffman-decoder-bf16`` in the registry): bit-exact against the golden codebook under
 random idle and backpressure, escapes included, at each split; on any input (every
 code-space window, differential fuzzing, word faults, unused codes, a frame cut inside an
-escaped value) as ``golden/words.py`` says; tables loaded at run time; and refusing what
-it cannot decode. The contract suite runs it, and its pair with the encoder, as every
-registered block."""
-
-import json
+escaped value) as ``golden/words.py`` says; tables loaded at run time. (Its refusals and
+``linkcodec sim`` are with the encoder's, in ``tests/test_rtl_huffman_bf16.py``.) The
+contract suite runs it, and its pair with the encoder, as every registered block."""
 
 import numpy as np
 import pytest
 
-from cases import fuzz_summary
-from linkcodec.bundled import bundled_bf16_files
-from linkcodec.cli import main
+from cases import bf16_steps, frames_with_escapes, fuzz_summary
 from linkcodec.golden.huffman import HuffmanCodebook
 from linkcodec.golden.words import decode_words
-from linkcodec.rtl.huffman import (HuffmanDecoder, config_writes, default_codebook,
-                                   split_escape_addr, split_length_base, split_switch_addr)
+from linkcodec.rtl.huffman import (config_writes, default_codebook, split_escape_addr,
+                                   split_length_base, split_switch_addr)
 from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
 from linkcodec.sim.blocks import get_block
 from linkcodec.sim.fuzz import check_frames, code_space_frames, run_fuzz
@@ -29,16 +25,7 @@ BLOCK = "huffman-decoder-bf16"
 
 @pytest.fixture(scope="module")
 def steps():
-    return [np.load(path).reshape(-1) for path in bundled_bf16_files("ffn1_grad", layers=[4])]
-
-
-def frames_with_escapes(steps, rng):
-    """Step 3 cut into frames of 0, 1 and many values, every bf16 pattern's corners, and
-    random values (mostly escaped)."""
-    late = steps[3]
-    corners = np.array([0, 1, 0x7F80, 0x7FFF, 0x8000, 0xFFFF], dtype=np.uint16)
-    return [late[:3000], np.zeros(0, np.uint16), late[3000:3001], corners,
-            rng.integers(0, 1 << 16, 500).astype(np.uint16), late[3001:4500]]
+    return bf16_steps()
 
 
 @pytest.mark.xdist_group("huffman-decoder-bf16")
@@ -187,47 +174,3 @@ def test_an_unused_code_ends_the_frame(seed):
                        config=block.config_writes(book), idle="random", stall="random",
                        seed=seed, name=block.module_name(lanes=1))
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
-
-
-def test_refusals(steps):
-    e4m3 = default_codebook()
-    with pytest.raises(ValueError, match="codes 8-bit values by their top 8 bits; this "
-                                         "block codes 16-bit values by 11"):
-        HuffmanDecoder(value_bits=16, tables=e4m3)
-    with pytest.raises(ValueError, match="by their top 10 bits; this block codes 16-bit "
-                                         "values by 11"):
-        HuffmanDecoder(value_bits=16, tables=default_codebook(16, 10))
-    with pytest.raises(ValueError, match="lanes"):
-        HuffmanDecoder(value_bits=16, lanes=4)
-    long = HuffmanCodebook.from_batches(steps[:1], value_bits=16, max_length=15)
-    with pytest.raises(ValueError, match="at most 12 bits"):
-        HuffmanDecoder(value_bits=16, tables=long, max_length=12)
-    # a description loads only codebooks of its own split
-    other = HuffmanCodebook.from_batches(steps[:1], value_bits=16, coded_bits=12)
-    with pytest.raises(ValueError, match="by their top 12 bits; this block codes 16-bit "
-                                         "values by 11"):
-        get_block(BLOCK).config_writes(other)
-
-
-def test_sim_huffman_decoder_takes_a_bf16_codebook(tmp_path, capsys):
-    """`linkcodec sim huffman-decoder --codebook book.json FILE...` with a codebook of
-    16-bit values runs the bf16 decoder of its split on bf16 files, and fuzzes it with
-    ``--fuzz N``."""
-    files = [str(path) for path in bundled_bf16_files("ffn2_act", layers=[4])]
-    book = tmp_path / "book.json"
-    assert main(["codebook", "build", "--value-bits", "16", "--coded-bits", "10", "--from",
-                 *files[:3], "-o", str(book)]) == 0
-    capsys.readouterr()
-    assert main(["sim", "huffman-decoder", "--codebook", str(book), "--json", files[3],
-                 "--idle", "0.2", "--stall", "0.2"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["bit_exact"] and report["block"] == "huffman-decoder-bf16"
-    values = np.load(files[3]).reshape(-1)
-    assert report["symbols"] == values.size
-    assert report["payload_bits"] == HuffmanCodebook.load(book).encode(values)[1]
-    # --fuzz with it: the decoder of that split (not the registry's, of 11 bits)
-    assert main(["sim", "huffman-decoder", "--codebook", str(book), "--fuzz", "40",
-                 "--json", files[3]]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["block"] == "huffman-decoder-bf16" and report["frames"] == 40
-    assert report["faults_injected"] > 0 and report["bit_exact"]
