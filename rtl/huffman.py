@@ -446,11 +446,10 @@ class HuffmanEncoder(_HuffmanBlock):
                  value_bits=8, coded_bits=None):
         value_bits, coded_bits = self._split_of(value_bits, coded_bits)
         layout = config_layout if value_bits == 8 else split_config_layout(coded_bits)
-        super().__init__(encoder_signature(layout, value_bits), lanes=lanes, word_width=word_width, tables=tables,
-                         max_length=max_length,
+        super().__init__(encoder_signature(layout, value_bits), lanes=lanes,
+                         word_width=word_width, tables=tables, max_length=max_length,
                          allowed=(1, 2, 4, 8) if value_bits == 8 else BF16_ENCODER_LANES,
-                         value_bits=value_bits,
-                         coded_bits=coded_bits)
+                         value_bits=value_bits, coded_bits=coded_bits)
 
     @property
     def latency(self):
@@ -738,8 +737,9 @@ class HuffmanDecoder(_HuffmanBlock):
     lengths and widths are those of the default ``max_length`` = 15; a shorter limit ``L``
     compares ``L`` bits, splits the first ``L - 1`` into the prefix's 8 and a tail of
     ``L - 9``, and needs fewer positions and a narrower window. Ports: ``i``
-    (:func:`~.payload.word_layout` words), ``o`` (:func:`~.payload.symbol_layout` beats with ``error``),
-    ``i_config`` (table writes and the bank switch, see the module docstring).
+    (:func:`~.payload.word_layout` words), ``o`` (:func:`~.payload.symbol_layout` beats
+    with ``error``), ``i_config`` (table writes and the bank switch, see the module
+    docstring).
 
     How it works. Canonical decoding, no tree walk: the 15 bits at a bit position, read
     as a number ``w``, start a code of length ``l``, the least with ``w < limit[l]``
