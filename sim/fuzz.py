@@ -287,7 +287,7 @@ def _code_space(code):
         patterns = np.arange(1 << width)
         head = np.asarray(code.layout.code_lengths)[patterns >> 8]
         follow = code.rank_to_symbol[patterns & 0xFF]
-        return width, head, follow, code.code_of, code.length_of
+        return width, head, np.zeros_like(head), follow, code.code_of, code.length_of
     lengths, codes = code.lengths.tolist(), code.codes.tolist()
     if code.escape_length:
         lengths.append(code.escape_length)

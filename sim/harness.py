@@ -122,7 +122,8 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
 
     ``before_reset`` (``(beats, cycles)``: input beats per port, and a cycle count)
     resets the block in mid-stream: after the config is loaded, ``beats`` stream for
-    ``cycles`` cycles, then ``rst`` is held for two cycles, what the block gave is
+    ``cycles`` cycles from the block's first input transfer, then ``rst`` is held for two
+    cycles, what the block gave is
     dropped (``dropped_at_reset`` counts it per output port), and only then do
     ``inputs`` stream and ``expected`` get scored. The config is not loaded again: the
     tables must outlive the reset.
