@@ -390,6 +390,24 @@ class _HuffmanBlock(LanedBlock):
                               read_ports=read_ports, idle_bank=idle_bank, hit=hit,
                               index=index, data=data)
 
+    def _escape_registers(self, m, active, written, entry):
+        """The escape's entry (code MSB-aligned in ``max_length`` bits, and length; 0: no
+        escape), a register a bank (reset-less: a reset keeps tables), which a config write
+        at :func:`split_escape_addr` sets to ``entry`` in the idle bank. Returns
+        ``bank_escape(bank)``: the entry of that bank."""
+        L = self._max_length
+        layout = data.StructLayout({"code": L, "length": 4})
+        escapes = [Signal(layout, name=f"escape{which}",
+                          init=_escape_entry(self.codebook, L), reset_less=True)
+                   for which in range(2)]
+        config = self.i_config.payload
+        with m.If(written & (config.addr == split_escape_addr(self._coded_bits))):
+            with m.If(active):
+                m.d.sync += escapes[0].eq(entry)
+            with m.Else():
+                m.d.sync += escapes[1].eq(entry)
+        return lambda bank: layout(Mux(bank, escapes[1], escapes[0]))
+
     def _switch(self, m, boundary):
         """The bank logic (:class:`~.table.BankSwitch`) on ``i_config``: a pending switch
         takes effect when ``boundary``."""
@@ -577,15 +595,7 @@ class HuffmanEncoder(_HuffmanBlock):
                             init=_encoder_entries(self.codebook, L), read_ports=lanes,
                             idle_bank=~active, hit=config.addr < (1 << K),
                             index=config.addr, data=write_entry)
-        # The escape's entry, a register a bank (reset-less: a reset keeps tables).
-        escapes = [Signal(entry_layout, name=f"escape{which}",
-                          init=_escape_entry(self.codebook, L), reset_less=True)
-                   for which in range(2)]
-        with m.If(written & (config.addr == split_escape_addr(K))):
-            with m.If(active):
-                m.d.sync += escapes[0].eq(write_entry)
-            with m.Else():
-                m.d.sync += escapes[1].eq(write_entry)
+        bank_escape = self._escape_registers(m, active, written, write_entry)
 
         stage = pipeline_stage(m, step)
 
@@ -593,7 +603,7 @@ class HuffmanEncoder(_HuffmanBlock):
         # travel beside it.
         valid, count, last = self._read(m, stage, reads, step, [
             Cat(self.i.payload.symbols[lane][R:], bank) for lane in range(lanes)])
-        escape = stage("read_escape", entry_layout, Mux(bank, escapes[1], escapes[0]))
+        escape = stage("read_escape", entry_layout, bank_escape(bank))
         values = [stage(f"read_value{lane}", V, self.i.payload.symbols[lane])
                   for lane in range(lanes)]
 
@@ -939,21 +949,9 @@ class HuffmanDecoder(_HuffmanBlock):
             # The escape's code (MSB-aligned in L bits) and length, a register a bank
             # (reset-less: a reset keeps tables), written as the encoder's; a code is the
             # escape if its first ``length`` bits are the escape's (``length`` 0: none).
-            escape_layout = data.StructLayout({"code": L, "length": 4})
-            escapes = [Signal(escape_layout, name=f"escape{which}",
-                              init=_escape_entry(self.codebook, L), reset_less=True)
-                       for which in range(2)]
             write = code_entry_layout(config.data[:code_entry_layout.size])
-            with m.If(written & (config.addr == split_escape_addr(K))):
-                with m.If(active):
-                    m.d.sync += escapes[0].eq(Cat(write.code[MAX_CODE_LENGTH - L:],
-                                                  write.length))
-                with m.Else():
-                    m.d.sync += escapes[1].eq(Cat(write.code[MAX_CODE_LENGTH - L:],
-                                                  write.length))
-
-            def bank_escape(which):
-                return escape_layout(Mux(which, escapes[1], escapes[0]))
+            bank_escape = self._escape_registers(
+                m, active, written, Cat(write.code[MAX_CODE_LENGTH - L:], write.length))
 
             def is_escape(number, escape):
                 """Whether the L-bit ``number`` starts with ``escape``'s code."""
