@@ -9,7 +9,9 @@ A link carries fixed-size *flits* (``flit_bytes``: 64, 128 or 256, the last as a
 The header (:class:`FlitHeader`, 32 bits, most significant first) names the flit's codec
 (raw, QLC, Huffman, exponent remap), whether it carries a table, the table bank, whether
 it ends a frame, its stream, its symbol count and how many body bits it uses. The CRC
-field is reserved (zero) until the link computes a CRC there.
+field holds UCIe's CRC-16 (:mod:`linkcodec.golden.crc`) of each 128-byte half of the
+flit, the CRC field itself read as zero (:func:`flit_crcs`); a 64-byte flit is one half,
+zero-extended. A reader checks it before anything else.
 
 - **Data flits.** A frame is cut into flits at symbol boundaries; each flit's symbols are
   coded on their own (a flit is one frame for the codec), so a flit decodes without any
@@ -40,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .bitstream import BitstreamError, as_index, as_symbols
+from .crc import CRC_MESSAGE_BYTES, crc16
 from .exponent import (ESCAPE, VALUE_BITS, ExponentTable, ExponentWireError, WireFrame,
                        wire_decode, wire_encode)
 from .huffman import HuffmanCodebook, canonical_codes
@@ -59,9 +62,11 @@ __all__ = [
     "LinkStats",
     "canonical_qlc",
     "deal",
+    "flit_crcs",
     "flits_from_frames",
     "frames_from_flits",
     "link_stats",
+    "seal",
     "table_from_image",
     "table_image",
 ]
@@ -125,6 +130,32 @@ class FlitHeader:
                    last=bool(word >> 27 & 1), stream=word >> 23 & 0xF,
                    count=word >> 11 & ((1 << COUNT_BITS) - 1),
                    bits=word & ((1 << BITS_BITS) - 1))
+
+
+def _crc_field_bytes(flit_bytes):
+    return CRC_BYTES_PER_HALF * max(1, flit_bytes // CRC_MESSAGE_BYTES)
+
+
+def flit_crcs(flit):
+    """The CRC of each 128-byte half of ``flit`` (a whole flit of :data:`FLIT_BYTES`),
+    first half first, its CRC field read as zero: the values its CRC field holds, each as
+    two bytes, low byte first (``docs/bitstream.md``, "CRC")."""
+    flit = bytes(flit)
+    if len(flit) not in FLIT_BYTES:
+        raise ValueError(f"a flit is {', '.join(map(str, FLIT_BYTES))} bytes, not "
+                         f"{len(flit)}")
+    field = _crc_field_bytes(len(flit))
+    message = flit[:-field] + bytes(field)
+    return [crc16(message[start:start + CRC_MESSAGE_BYTES])
+            for start in range(0, len(flit), CRC_MESSAGE_BYTES)]
+
+
+def seal(flit):
+    """``flit`` with its CRC field set to :func:`flit_crcs`."""
+    flit = bytes(flit)
+    crcs = flit_crcs(flit)
+    return flit[:-_crc_field_bytes(len(flit))] + b"".join(
+        crc.to_bytes(CRC_BYTES_PER_HALF, "little") for crc in crcs)
 
 
 def _bits_to_bytes(bits):
@@ -360,7 +391,7 @@ class LinkFormat:
 
     @property
     def crc_bytes(self):
-        return CRC_BYTES_PER_HALF * max(1, self.flit_bytes // 128)
+        return _crc_field_bytes(self.flit_bytes)
 
     @property
     def body_bytes(self):
@@ -385,12 +416,13 @@ class LinkFormat:
         return max(1, -(-symbols // self.raw_symbols))
 
     def flit(self, header, body=b""):
-        """A whole flit: ``header``, then ``body`` zero-padded, then the CRC field."""
+        """A whole flit: ``header``, then ``body`` zero-padded, then the CRC field
+        (:func:`seal`)."""
         body = bytes(body)
         if len(body) > self.body_bytes:
             raise ValueError(f"a body of {len(body)} bytes does not fit {self.body_bytes}")
-        return (header.pack() + body + bytes(self.body_bytes - len(body))
-                + bytes(self.crc_bytes))
+        return seal(header.pack() + body + bytes(self.body_bytes - len(body))
+                    + bytes(self.crc_bytes))
 
 
 def _check_format(fmt):
@@ -512,11 +544,16 @@ class FlitReader:
         if len(flit) != fmt.flit_bytes:
             raise FlitError(f"is {len(flit)} bytes; the link's flits are {fmt.flit_bytes}",
                             flit=index, field="size")
+        field = flit[fmt.flit_bytes - fmt.crc_bytes:]
+        for half, crc in enumerate(flit_crcs(flit)):
+            got = int.from_bytes(field[2 * half:2 * half + 2], "little")
+            if got != crc:
+                raise FlitError(f"the CRC of half {half} (bytes {128 * half} to "
+                                f"{min(fmt.flit_bytes, 128 * half + 128) - 1}) is "
+                                f"{crc:#06x}; its CRC field holds {got:#06x}", flit=index,
+                                field="crc")
         header = FlitHeader.unpack(flit)
         body = flit[HEADER_BYTES:HEADER_BYTES + fmt.body_bytes]
-        if any(flit[fmt.flit_bytes - fmt.crc_bytes:]):
-            raise FlitError("the CRC field is reserved and must be zero", flit=index,
-                            field="crc")
         if header.bits > fmt.body_bits:
             raise FlitError(f"claims {header.bits} body bits; the body holds "
                             f"{fmt.body_bits}", flit=index, field="bits")

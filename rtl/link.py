@@ -23,14 +23,21 @@ Each stream of :class:`LinkTx`:
 
 The link side takes the streams' full flits round robin, a flit at a time and a row a
 cycle, and sends each as ``flit_bytes / link_bytes`` words, the header in front, every
-bit past the header's ``bits`` zero (the CRC field included: reserved).
+bit past the header's ``bits`` zero but the CRC field's: each 128-byte half's CRC-16
+(:func:`~linkcodec.golden.link.flit_crcs`), computed over the rows as they go out.
 
 Each stream of :class:`LinkRx` has a flit buffer of two flits; a raw flit is read out a
 symbol a cycle, a coded one is fed to the codec's decoder a word a cycle, and the
 stream's output takes the two in flit order. A frame's end (``last``) comes from the
 header of its last flit. A flit whose decoder frame ends in an error, or whose symbols
 are not as many as its header says, ends with the error beat (``error = 1, last =
-1``); flits that name a stream the link does not have are dropped.
+1``); flits that name a stream the link does not have are dropped. Each word's CRC parts
+are computed as it arrives, and a flit whose CRC field does not hold its halves' CRCs
+gives the error beat instead of any of its symbols (to the stream its header names; a
+table flit's image is cut short, so refused), whatever else it says. (Limit of this
+version: a flit whose CRC error hit its header's stream field gives the error beat to
+that other stream, or none if it names none, and its own stream learns nothing: the
+next link issue adds sequence numbers and retry.)
 
 **Tables in band.** Both ends hold the elaboration tables (``tables=``) in link bank 0
 (and bank 1) at power-up. A table image given to :class:`LinkTx` on ``i_table``
@@ -93,9 +100,10 @@ from amaranth.lib.wiring import In, Out
 
 from ..golden.exponent import TABLE_SIZE, VALUE_BITS, ExponentTable
 from ..golden.huffman import HuffmanCodebook
+from ..golden.crc import CRC_MESSAGE_BYTES
 from ..golden.link import CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, LinkFormat, canonical_qlc
 from ..golden.qlc import QlcCode
-from . import exponent, huffman, qlc
+from . import crc, exponent, huffman, qlc
 from .exponent import ExponentRemapDecoder, ExponentRemapEncoder
 from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
 from .bitpack import RegisterSlice, mux_tree
@@ -277,6 +285,29 @@ def _above_constant(value, constant):
     for bit in range(len(value)):
         result = value[bit] & result if constant >> bit & 1 else value[bit] | result
     return result
+
+
+def _flit_crcs(m, flit_bytes, nbytes, part, valid, row):
+    """The CRC registers of a flit's halves (:func:`~linkcodec.golden.link.flit_crcs`) as
+    its pieces of ``nbytes`` go by, one a cycle when ``valid`` (``row``: the piece's index
+    in the flit; ``part``: :func:`~linkcodec.rtl.crc.crc_of_bytes` of the piece, its CRC
+    field zero): each half's register, complete at the flit's last piece. A half is
+    ``min(128, flit_bytes)`` bytes and zero-extended to 128; ``nbytes`` divides it."""
+    half = min(CRC_MESSAGE_BYTES, flit_bytes)
+    per_half = half // nbytes
+    register = Signal(16)
+    first = row[:(per_half - 1).bit_length()] == 0 if per_half > 1 else Const(1, 1)
+    following = Signal(16)
+    m.d.comb += following.eq(Mux(first, 0, crc.advance(register, nbytes)) ^ part)
+    with m.If(valid):
+        m.d.sync += register.eq(following)
+    done = crc.advance(following, CRC_MESSAGE_BYTES - half)
+    if flit_bytes <= CRC_MESSAGE_BYTES:
+        return [done]
+    earlier = Signal(16)                   # the first half's, kept to the flit's end
+    with m.If(valid & (row == per_half - 1)):
+        m.d.sync += earlier.eq(done)
+    return [earlier, done]
 
 
 def _index_of_one_hot(one_hot):
@@ -831,7 +862,8 @@ class LinkTx(_LinkBlock):
     frame ended), so a symbol waits for the rest of its flit: about a flit's worth of
     symbols, plus the encoder's latency, the chunk's head queue and write register (3
     cycles), the flit's finish (1), the flit's rows up to the symbol's word (up to
-    ``flit_bytes / 16``), and the link side's pipeline and output queue (6);
+    ``flit_bytes / 16``), and the link side's pipeline (the CRC's stage included) and
+    output queue (7);
     ``linkcodec sim link`` measures it. Backpressure on ``o`` fills the output queue and
     holds the link side; each stream then fills its two flits and its chunk queue, and its
     ``i.ready`` falls.
@@ -933,7 +965,7 @@ class LinkTx(_LinkBlock):
         meta_layout = data.StructLayout({
             "valid": 1, "current": range(max(2, count)), "first": 1, "last": 1,
             "final": 1, "row": range(rows), "end": range(p.flit_bytes + 1), "header": 32})
-        meta = [Signal(meta_layout, name=f"meta{n}") for n in range(4)]
+        meta = [Signal(meta_layout, name=f"meta{n}") for n in range(5)]
         with m.If(~sending):
             with m.If(others.any()):
                 m.d.sync += [current.eq(following), sending.eq(1), row.eq(0)]
@@ -989,19 +1021,31 @@ class LinkTx(_LinkBlock):
                 kept = Mux(shaped.first,
                            shaped.header.word_select(HEADER_BYTES - 1 - column, 8), kept)
             out.append(kept)
-        piece = Cat(*reversed(out))
+        piece = Signal(piece_bits)
+        m.d.comb += piece.eq(Cat(*reversed(out)))
+        # seal: the piece and its CRC part (the register it leaves alone) into a
+        # register; then each half's CRC register takes the part, and the flit's last
+        # piece gets the CRC field (zero until then, as the part took it).
+        sealing = meta[4]
+        sealing_piece = Signal(piece_bits)
+        part = Signal(16)
+        m.d.sync += [sealing_piece.eq(piece), part.eq(crc.crc_of_bytes(piece, piece_bytes))]
+        crcs = _flit_crcs(m, p.flit_bytes, piece_bytes, part, sealing.valid, sealing.row)
+        sealed = Mux(sealing.last,
+                     Cat(crc.crc_field(crcs), sealing_piece[8 * p.fmt.crc_bytes:]),
+                     sealing_piece)
         word = Signal(self.o.payload.shape())
         if per_word > 1:
             # The word's earlier pieces, the first in the top bits.
             collected = Signal(piece_bits * (per_word - 1))
-            with m.If(shaped.valid):
-                m.d.sync += collected.eq(Cat(piece, collected)[:len(collected)])
-            m.d.comb += word.data.eq(Cat(piece, collected))
+            with m.If(sealing.valid):
+                m.d.sync += collected.eq(Cat(sealed, collected)[:len(collected)])
+            m.d.comb += word.data.eq(Cat(sealed, collected))
         else:
-            m.d.comb += word.data.eq(piece)
-        m.d.comb += [word.bits.eq(p.row_bits), word.last.eq(shaped.last),
+            m.d.comb += word.data.eq(sealed)
+        m.d.comb += [word.bits.eq(p.row_bits), word.last.eq(sealing.last),
                      out_queue.w_data.eq(word),
-                     out_queue.w_en.eq(shaped.valid & shaped.final)]
+                     out_queue.w_en.eq(sealing.valid & sealing.final)]
         return m
 
     def _tables_in_band(self, m, streams, tables):
@@ -1099,6 +1143,7 @@ class _RxTables(wiring.Component):
             "write": In(1),
             "write_row": In(range(params.rows)),
             "write_data": In(params.row_bits),
+            "write_good": In(1),           # with the last row: the flit's CRC is right
             "slot_freed": Out(1),
             "o": Out(stream.Signature(image_byte_layout)),
             "start": Out(1),
@@ -1121,8 +1166,9 @@ class _RxTables(wiring.Component):
                      write.en.eq(self.write)]
         with m.If(self.write & (self.write_row == 0)):
             m.d.sync += header.eq(self.write_data[-32:])
+        spoilt = Signal()                   # the flit failed its CRC
         with m.If(self.write & (self.write_row == rows - 1)):
-            m.d.sync += full.eq(1)
+            m.d.sync += [full.eq(1), spoilt.eq(~self.write_good)]
 
         h_codec, h_bank, h_last = header[30:32], header[28], header[27]
         h_count, h_bits = header[11:23], header[0:11]
@@ -1163,6 +1209,14 @@ class _RxTables(wiring.Component):
                     m.d.comb += freed.eq(1)
                     with m.If(piece_last):
                         m.d.sync += self.in_image.eq(0)
+        with m.Elif(full & spoilt):
+            # A table flit that failed its CRC: dropped, and the image it may have been
+            # a piece of is cut short (refused).
+            with m.If(self.in_image):
+                with m.If(free):
+                    abort()
+            with m.Else():
+                m.d.comb += freed.eq(1)
         with m.Elif(full):
             with m.If(self.in_image & ~(sound & follows)):
                 with m.If(free):
@@ -1193,6 +1247,7 @@ class _RxStream(wiring.Component):
             "write": In(1),                # a row of the routed flit
             "write_row": In(range(params.rows)),
             "write_data": In(params.row_bits),
+            "write_good": In(1),           # with the last row: the flit's CRC is right
             # Tables in band (see LinkRx): which banks hold a whole table, whether one is
             # being loaded and into which bank, the loader's writes to the decoder's idle
             # bank (taken when ``table_ready``), and whether this stream is off the bank
@@ -1214,6 +1269,7 @@ class _RxStream(wiring.Component):
         write = flits.write_port()
         read = flits.read_port()          # registered; raw flits read bytes from words
         full = Signal(2)
+        spoilt = Signal(2)                  # a slot's flit failed its CRC
         slot = Signal()                     # the slot being written
         out_slot = Signal()                 # the slot being read
         headers = [Signal(32, name=f"header{n}") for n in range(2)]
@@ -1338,11 +1394,14 @@ class _RxStream(wiring.Component):
                    else Const(1, 1))
         blocked = self.loading & (self.load_bank == h_bank)
         with m.If(~reading):
+            # (A flit that failed its CRC gives the error beat, whatever its header says.)
+            bad = spoilt.bit_select(out_slot, 1)
             with m.If(full.bit_select(out_slot, 1) & ~switching & (is_raw | settled)):
-                with m.If(is_raw | (~bank_ok & ~blocked) | malformed):
+                with m.If(is_raw | bad | (~bank_ok & ~blocked) | malformed):
                     with m.If(outstanding == 0):
                         m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
-                                     left.eq(Mux(is_raw, h_count, 0)), refusing.eq(~is_raw)]
+                                     left.eq(Mux(is_raw & ~bad, h_count, 0)),
+                                     refusing.eq(~is_raw | bad)]
                 if p.tables_in_band:
                     with m.Elif(h_bank != active):
                         with m.If(~blocked):
@@ -1379,7 +1438,8 @@ class _RxStream(wiring.Component):
             m.d.sync += [reading.eq(0), out_slot.eq(~out_slot),
                          full.bit_select(out_slot, 1).eq(0)]
         with m.If(last_row):
-            m.d.sync += full.bit_select(slot, 1).eq(1)
+            m.d.sync += [full.bit_select(slot, 1).eq(1),
+                         spoilt.bit_select(slot, 1).eq(~self.write_good)]
 
         config = decoder.i_config
         if p.tables_in_band:          # (else nothing writes the decoder's config)
@@ -1637,13 +1697,28 @@ class LinkRx(_LinkBlock):
         m.d.comb += [routed.eq(Mux(row == 0, stream_field, target)),
                      wanted.eq(Mux(row == 0, ~is_table & (stream_field < p.streams), keep)),
                      table.eq(Mux(row == 0, is_table, target_table))]
+        # Each word's CRC parts (crc.crc_of_bytes of each half's bytes in it, the CRC
+        # field read as zero) go into the queue beside it: behind the queue only the
+        # 16-bit registers of the halves remain (``_check_crc``).
+        half_bytes = min(CRC_MESSAGE_BYTES, p.flit_bytes)
+        part_bytes = min(half_bytes, p.link_bytes)
+        parts = p.link_bytes // part_bytes
+        field_bits = 8 * p.fmt.crc_bytes
+        data_in = self.i.payload.data
+        masked = Signal(p.row_bits)
+        m.d.comb += masked.eq(Mux(row == p.rows - 1,
+                                  Cat(Const(0, field_bits), data_in[field_bits:]), data_in))
         tagged_layout = data.StructLayout({"data": p.row_bits, "row": range(p.rows),
-                                           "streams": p.streams, "table": 1})
+                                           "streams": p.streams, "table": 1,
+                                           "parts": 16 * parts})
         tagged = Signal(tagged_layout)
         m.d.comb += [tagged.data.eq(self.i.payload.data), tagged.row.eq(row),
                      tagged.streams.eq(Cat(*[wanted & (routed == index)
                                              for index in range(p.streams)])),
-                     tagged.table.eq(table)]
+                     tagged.table.eq(table),
+                     tagged.parts.eq(Cat(*[crc.crc_of_bytes(
+                         masked.word_select(parts - 1 - k, 8 * part_bytes), part_bytes)
+                         for k in range(parts)]))]
         m.submodules.routed = queue = SyncFIFO(width=tagged_layout.size, depth=4)
         m.d.comb += [queue.w_data.eq(tagged), queue.w_en.eq(self.i.valid),
                      self.i.ready.eq(queue.w_rdy)]
@@ -1667,9 +1742,13 @@ class LinkRx(_LinkBlock):
         dropped, routable = head.streams == 0, (head.streams & room).any()
         staged = Signal(tagged_layout)
         m.d.sync += staged.eq(head)
+        # Whether the flit's CRC field holds its halves' CRCs, at its last word: with
+        # that word in the write stage (``write_good``).
+        good = Signal()
+        m.d.sync += good.eq(self._check_crc(m, head, queue.r_en, part_bytes, parts))
         if p.tables_in_band:
             pop = self._tables_in_band(m, units, queue, head, first, staged, dropped,
-                                       routable)
+                                       routable, good)
         else:
             # A table flit has no stream, so it is dropped: the tables are constants.
             pop = queue.r_rdy & (dropped | routable)
@@ -1679,10 +1758,22 @@ class LinkRx(_LinkBlock):
             took = pop & head.streams[index] & first
             m.d.sync += credit.eq(credit - took + unit.slot_freed)
             m.d.comb += [unit.write.eq(staged.streams[index]), unit.write_row.eq(staged.row),
-                         unit.write_data.eq(staged.data)]
+                         unit.write_data.eq(staged.data), unit.write_good.eq(good)]
         return m
 
-    def _tables_in_band(self, m, units, queue, head, first, staged, dropped, routable):
+    def _check_crc(self, m, head, pop, part_bytes, parts):
+        """Whether ``head``, a flit's last word, ends a flit whose CRC field is right:
+        the halves' registers take each word's parts as it leaves the queue (``pop``)."""
+        p = self._params
+        field_bits = 8 * p.fmt.crc_bytes
+        if parts == 1:
+            crcs = _flit_crcs(m, p.flit_bytes, part_bytes, head.parts, pop, head.row)
+        else:                                    # a word is the flit: both halves in it
+            crcs = [head.parts.word_select(parts - 1 - k, 16) for k in range(parts)]
+        return head.data[:field_bits] == crc.crc_field(crcs)
+
+    def _tables_in_band(self, m, units, queue, head, first, staged, dropped, routable,
+                        good):
         """Table flits to the table unit, and its image through a TableLoader into every
         decoder's idle bank; the routing queue's pop (data flits wait while a table
         flit that their bank is loaded from is in hand)."""
@@ -1741,7 +1832,7 @@ class LinkRx(_LinkBlock):
         with m.If(pop & head.table & first):
             m.d.sync += table_bank.eq(head_header[28])
         m.d.comb += [tables.write.eq(staged.table), tables.write_row.eq(staged.row),
-                     tables.write_data.eq(staged.data)]
+                     tables.write_data.eq(staged.data), tables.write_good.eq(good)]
         return pop
 
 

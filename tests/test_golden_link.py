@@ -19,6 +19,7 @@ from linkcodec.golden.link import (
     flits_from_frames,
     frames_from_flits,
     link_stats,
+    seal,
     table_from_image,
     table_image,
 )
@@ -230,9 +231,10 @@ def _flits():
 
 
 def _with(flit, **fields):
+    """``flit`` with other header fields, sealed again (its CRC right)."""
     header = FlitHeader.unpack(flit)
     values = {**header.__dict__, **fields}
-    return FlitHeader(**values).pack() + flit[HEADER_BYTES:]
+    return seal(FlitHeader(**values).pack() + flit[HEADER_BYTES:])
 
 
 def _bits_of(flit):
@@ -297,7 +299,7 @@ def test_an_invalid_code_names_its_body_bit():
     # Code 10 of 6 bits (000 101: area 0, suffix 5 >= size 4) is invalid.
     body[HEADER_BYTES] = 0b00010100
     with pytest.raises(FlitError) as error:
-        frames_from_flits(fmt, [flits[0], bytes(body)] + flits[2:])
+        frames_from_flits(fmt, [flits[0], seal(body)] + flits[2:])
     assert error.value.field == "body" and error.value.bit == 0
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from linkcodec import linkmodel
 from linkcodec.bundled import bundled_files
-from linkcodec.golden.link import CODECS, FlitHeader, FlitWriter, LinkFormat
+from linkcodec.golden.link import CODECS, FlitHeader, FlitWriter, LinkFormat, flit_crcs
 from linkcodec.sim.blocks import get_block
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -64,6 +64,22 @@ def test_the_worked_example_is_what_the_golden_model_makes():
     assert [len(part) for part in bits.split()] == [2, 1, 1, 1, 4, 12, 11]
     image = re.search(r"its body begins with the 8 areas, `([0-9a-f ]+)`", text)[1]
     assert flits[0][4:20].hex(" ") == image
+    fields = re.findall(r"CRC\s+field is `([0-9a-f ]+)`|Flit 1's is `([0-9a-f ]+)`", text)
+    assert [flits[0][-4:].hex(" "), flits[1][-4:].hex(" ")] == [
+        first or second for first, second in fields]
+    assert f"{flit_crcs(flits[0])[0]:#06x} for bytes 0-127" in text
+
+
+def test_the_crc_example_is_what_the_golden_model_makes():
+    text = _section("bitstream.md", "### CRC")
+    fmt = LinkFormat("qlc", flit_bytes=64)
+    header = FlitHeader(codec=0, table=False, bank=0, last=True, stream=0, count=3,
+                        bits=24)
+    flit = fmt.flit(header, bytes([1, 2, 3]))
+    assert f"Its header is `{flit[:4].hex(' ')}`" in text
+    assert flit[4:7].hex(" ") == "01 02 03" and not any(flit[7:-2])
+    assert f"its CRC is {flit_crcs(flit)[0]:#06x}, so the flit ends `{flit[-2:].hex(' ')}`" \
+        in text.replace("\n", " ")
 
 
 def _run(argv):

@@ -11,7 +11,7 @@ from linkcodec.cli import main
 from linkcodec.golden.exponent import ExponentTable
 from linkcodec.golden.huffman import HuffmanCodebook
 from linkcodec.golden.link import (FlitError, FlitHeader, FlitReader, FlitWriter,
-                                   LinkFormat, table_image)
+                                   LinkFormat, seal, table_image)
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx, link_tables
 from linkcodec.sim.beats import decoder_beats, symbol_beats
@@ -145,13 +145,31 @@ def test_rx_names_bad_flits(seed):
     invalid[4] = 0b00010100                             # 000 101: area 0 holds 4
     short = FlitHeader(**{**header.__dict__, "count": header.count + 1}).pack() + flit[4:]
     elsewhere = FlitHeader(**{**header.__dict__, "stream": 3}).pack() + flit[4:]
-    flits = table + [flit, bytes(invalid), short, elsewhere, flit]
+    # CRC errors: a body bit, the CRC field's last bit, a header bit (the count's lowest:
+    # a flit that would decode, 69 symbols of the 70)
+    spoilt = [bytearray(flit) for _ in range(3)]
+    spoilt[0][30] ^= 0x10
+    spoilt[1][-1] ^= 0x01
+    spoilt[2][2] ^= 0x08
+    # Table flits with a CRC error: the image's first piece (dropped: nothing changes),
+    # its second (the image is cut short: the bank's flits give the error beat until
+    # the table is loaded again).
+    spoilt_table = [bytearray(piece) for piece in table]
+    for piece in spoilt_table:
+        piece[10] ^= 0x40
+    flits = table + [flit, seal(invalid), seal(short), seal(elsewhere), flit,
+                     *map(bytes, spoilt), flit,
+                     bytes(spoilt_table[0]), flit, table[0], bytes(spoilt_table[1]), flit,
+                     *table, flit]
     words = words_of_flits(flits, 16)
     miscounted = decoder_beats([good], 1)
     miscounted[-1] = {**miscounted[-1], "error": 1}      # 70 symbols, 71 said
+    refused = decoder_beats([good], 1, error_after=0)    # the error beat alone
     expected = (decoder_beats([good], 1)
-                + decoder_beats([good], 1, error_after=0)  # the invalid first code
-                + miscounted + decoder_beats([good], 1))
+                + refused                                # the invalid first code
+                + miscounted + decoder_beats([good], 1) + 3 * refused
+                + decoder_beats([good], 1)
+                + decoder_beats([good], 1) + refused + decoder_beats([good], 1))
     rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code)
     result = run_beats(rx, inputs={"i": words}, expected={"o_s1": expected},
                        idle="random", stall="random", name="link_rx_qlc_s2_f64_w16",
@@ -177,14 +195,17 @@ def test_rx_names_bad_bf16_flits(seed):
     assert header.codec == fmt.codec_id and header.bits == 8 * (49 + 1)
 
     def with_header(body=flit[4:], **fields):
-        return FlitHeader(**{**header.__dict__, **fields}).pack() + bytes(body)
+        return seal(FlitHeader(**{**header.__dict__, **fields}).pack() + bytes(body))
 
     table_escape = bytearray(flit)
     table_escape[4 + 49] = 127               # the escape byte: a table exponent
     extra = bytearray(flit)
     extra[4 + 50] = 7                        # one escape byte more than the values need
+    spoilt = bytearray(flit)
+    spoilt[4 + 49] ^= 0x01                   # the escape byte: another exponent
     bad = {
-        "table escape": (bytes(table_escape), 20),
+        "table escape": (seal(table_escape), 20),
+        "a CRC error": (bytes(spoilt), 0),
         "extra escape": (with_header(extra[4:], bits=header.bits + 8), 35),
         "not whole bytes": (with_header(bits=header.bits - 1), 0),
         "bits below the values'": (with_header(bits=8 * 48), 0),
