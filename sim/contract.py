@@ -37,7 +37,7 @@ import numpy as np
 from amaranth.hdl import Fragment
 
 from .beats import symbol_beats
-from .harness import first_mismatch, run_beats, run_frames, stream_ports
+from .harness import first_mismatch, run_beats, run_frames, shared_build, stream_ports
 from .stream import PATTERNS
 
 __all__ = [
@@ -183,7 +183,8 @@ def check_count_clamp(block, lanes, *, pattern, seed):
     the field holds: the block takes them as ``lanes`` symbols (the frame is coded as
     if their count were right). Blocks that take no symbol beats, or whose count field
     cannot exceed the lanes (lanes 1), have nothing to check: returns False."""
-    component = block.build(lanes=lanes)
+    component = shared_build(block, lanes=lanes, word_width=block.default_word_width(lanes),
+                             tables=None)
     inputs_layout, _ = stream_ports(component)
     layout = inputs_layout.get("i")
     if layout is None or "count" not in dict(layout):

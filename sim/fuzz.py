@@ -48,7 +48,7 @@ from ..golden.qlc import QlcCode
 from ..golden.words import check_word_width, decode_words
 from .beats import decoder_beats, frame_words, split_frames
 from .blocks import BLOCKS, get_block
-from .harness import run_beats
+from .harness import run_beats, shared_build
 
 __all__ = [
     "DEFAULT_MIX",
@@ -422,7 +422,7 @@ def check_frames(frames, *, lanes, word_width=None, code=None, seed=None, idle=0
     frames = list(frames)
     count = len(frames)
     wanted, errors = expected_beats(code, frames, lanes=lanes, word_width=word_width)
-    component = block.build(lanes=lanes, word_width=word_width)
+    component = shared_build(block, lanes=lanes, word_width=word_width, tables=None)
     name = block.module_name(lanes=lanes, word_width=word_width)
 
     mismatched, hung, runs, shown = [], [], [], []

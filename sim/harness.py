@@ -31,8 +31,10 @@ an X or Z on a valid or ready, or in a payload that is transferred, raises
 
 import hashlib
 import json
+import pickle
 import random
 import tempfile
+import weakref
 from pathlib import Path
 
 from amaranth.lib import stream, wiring
@@ -43,7 +45,7 @@ from .blocks import get_block
 from .stream import check_pattern, pause_share
 
 __all__ = ["ProtocolError", "XZValueError", "compressibility", "first_mismatch",
-           "payload_bits", "run_beats", "run_frames", "stream_ports"]
+           "payload_bits", "run_beats", "run_frames", "shared_build", "stream_ports"]
 
 
 class XZValueError(RuntimeError):
@@ -267,6 +269,29 @@ def compressibility(bits, symbols, value_bits):
     return round(1 - bits / (symbols * value_bits), 6) if symbols else 0.0
 
 
+#: The components :func:`run_frames` built, per block description: a run of the same
+#: description with the same lanes, word width and elaborated tables takes the same
+#: object, so its Verilog is converted once a process (:func:`runner.verilog_text`;
+#: the conversion was half the time of a test that reuses a build).
+_BUILT = weakref.WeakKeyDictionary()
+
+
+def shared_build(block, *, lanes, word_width, tables):
+    """``block.build(...)``, or the object an earlier call with the same arguments made
+    (tables compared by their pickled bytes; tables that do not pickle, or a description
+    that cannot be a weak key, are built every time). For runs only: a component to be
+    changed (a planted bug) is built with ``block.build``."""
+    try:
+        key = (lanes, word_width,
+               None if tables is None else hashlib.sha256(pickle.dumps(tables)).digest())
+        kept = _BUILT.setdefault(block, {})
+    except (TypeError, AttributeError, pickle.PicklingError):
+        return block.build(lanes=lanes, word_width=word_width, tables=tables)
+    if key not in kept:
+        kept[key] = block.build(lanes=lanes, word_width=word_width, tables=tables)
+    return kept[key]
+
+
 def run_frames(block, frames, *, lanes, word_width=None, tables=None, runtime_config=True,
                idle=0.0, stall=0.0, seed=None, build_root=None, simulator="verilator",
                before_reset=None):
@@ -291,8 +316,8 @@ def run_frames(block, frames, *, lanes, word_width=None, tables=None, runtime_co
     tables = block.default_tables() if tables is None else tables
     frames = [block.prepare(frame) for frame in frames]
     loaded = runtime_config and bool(block.config_ports)
-    component = block.build(lanes=lanes, word_width=word_width,
-                            tables=None if loaded else tables)
+    component = shared_build(block, lanes=lanes, word_width=word_width,
+                       tables=None if loaded else tables)
 
     inputs, expected, per_frame = {}, {}, []
     for frame in frames:
