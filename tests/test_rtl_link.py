@@ -126,6 +126,7 @@ def test_link_survives_a_reset_in_mid_stream(codec, streams, flit_bytes, link_by
     assert sum(result["taken_before_reset"].values()) > 0
 
 
+@pytest.mark.xdist_group("link-rx-qlc")
 def test_rx_names_bad_flits(seed):
     """Flits for a stream the link lacks are dropped; a flit with an invalid code, or
     fewer symbols than its header says, ends its frame with the error beat; the flits
@@ -172,6 +173,64 @@ def test_rx_names_bad_flits(seed):
                 + decoder_beats([good], 1) + refused + decoder_beats([good], 1))
     rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code)
     result = run_beats(rx, inputs={"i": words}, expected={"o_s1": expected},
+                       idle="random", stall="random", name="link_rx_qlc_s2_f64_w16",
+                       seed=seed)
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+
+
+def _spoil(flit, rng):
+    """``flit`` with one bit flipped, or a burst of 2 to 16 (the CRC catches every burst
+    up to 16 bits), anywhere but the header's stream field (bits 26-23: a flit whose
+    stream field is hit gives its error beat to the stream it then names)."""
+    bits = np.unpackbits(np.frombuffer(flit, dtype=np.uint8))
+    stream_field = set(range(5, 9))                  # header bits 26-23, MSB first
+    length = 1 if rng.random() < 0.5 else int(rng.integers(2, 17))
+    while True:
+        start = int(rng.integers(0, bits.size - length + 1))
+        if not stream_field & set(range(start, start + length)):
+            break
+    flips = np.zeros_like(bits)
+    flips[start] = flips[start + length - 1] = 1     # a burst: its ends flipped
+    flips[start + 1:start + length - 1] = rng.integers(0, 2, max(0, length - 2))
+    return np.packbits(bits ^ flips).tobytes()
+
+
+@pytest.mark.xdist_group("link-rx-qlc")
+def test_rx_passes_no_symbol_of_a_flit_that_fails_its_crc(seed):
+    """Random frames on both streams, a third of their flits spoilt by a flipped bit or a
+    burst: every good flit's symbols come out as sent, every spoilt flit gives its
+    stream's error beat instead of any symbol, and nothing hangs (the build of
+    test_rx_names_bad_flits)."""
+    layout = QlcLayout((3, 3, 3, 3, 3, 4, 5, 8), (4, 8, 8, 8, 8, 16, 32, 172))
+    code = QlcCode(layout, np.arange(256))
+    fmt = LinkFormat("qlc", streams=2, flit_bytes=64)
+    writer = FlitWriter(fmt)
+    flits = writer.load(code)
+    reader = FlitReader(fmt)
+    for flit in flits:
+        reader.read(flit)
+    rng = np.random.default_rng(seed)
+    expected = {"o_s0": [], "o_s1": []}
+    for index in range(16):
+        frame = np.minimum(rng.geometric(0.3, int(rng.integers(1, 300))), 255
+                           ).astype(np.uint8)
+        for flit in writer.frame(frame, index % 2):
+            header = FlitHeader.unpack(flit)
+            beats = expected[f"o_s{header.stream}"]
+            if rng.random() < 1 / 3:
+                spoilt = _spoil(flit, rng)
+                with pytest.raises(FlitError, match="CRC"):
+                    reader.symbols(spoilt)
+                flits.append(spoilt)
+                beats += decoder_beats([np.zeros(0, np.uint8)], 1, error_after=0)
+                continue
+            flits.append(flit)
+            mine = decoder_beats([reader.symbols(flit)], 1)
+            if not header.last:
+                mine[-1] = {**mine[-1], "last": 0}
+            beats += mine
+    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code)
+    result = run_beats(rx, inputs={"i": words_of_flits(flits, 16)}, expected=expected,
                        idle="random", stall="random", name="link_rx_qlc_s2_f64_w16",
                        seed=seed)
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
