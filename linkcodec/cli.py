@@ -138,7 +138,8 @@ def cmd_sim(args):
 
 
 #: Options of ``linkcodec sim link`` alone.
-LINK_OPTIONS = ("codec", "streams", "flit_bytes", "link_bytes", "fixed_tables")
+LINK_OPTIONS = ("codec", "streams", "flit_bytes", "link_bytes", "fixed_tables",
+                "inject_faults", "no_retry")
 
 
 def _sim_link(args):
@@ -170,7 +171,8 @@ def _sim_link(args):
                       flit_bytes=args.flit_bytes or 256, link_bytes=args.link_bytes or 64,
                       tables=link_tables(codec, code), tables_in_band=not args.fixed_tables,
                       idle="random" if args.idle is None else args.idle,
-                      stall="random" if args.stall is None else args.stall, seed=args.seed)
+                      stall="random" if args.stall is None else args.stall, seed=args.seed,
+                      faults=_fault_count(args), retry=not args.no_retry)
     report = {"block": "link", **result,
               "compressibility": round(1 - result["link_bytes"] / result["raw_bytes"], 6)
               if result["raw_bytes"] else 0.0,
@@ -178,6 +180,8 @@ def _sim_link(args):
               "files": [{"file": shard.file, "tensor": shard.tensor,
                          "symbols": int(shard.symbols.size)} for shard in shards]}
     exact = report["bit_exact"] and report.get("tx_bit_exact", True)
+    if "faults_injected" in report:
+        exact = exact and report["rx_bit_exact"] and not report["hangs"]
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -196,7 +200,31 @@ def _sim_link(args):
         print(f"  latency {report['latency_cycles']} cycles (the longest a symbol took, no "
               f"stalls); bit-exact: {'yes' if exact else 'NO'} (LinkTx's flits "
               f"{'match' if report.get('tx_bit_exact') else 'DIFFER from'} the golden model's)")
+        if "faults_injected" in report:
+            kinds = ", ".join(f"{kind} {counts['detected']}/{counts['injected']}"
+                              for kind, counts in report["faults"].items())
+            print(f"  faults (no retry): {report['faults_injected']} injected, "
+                  f"{report['faults_detected']} detected ({kinds}); frames lost "
+                  f"{report['frames_lost']}, duplicated {report['frames_duplicated']}, "
+                  f"symbols wrong {report['symbols_wrong']}, hangs {report['hangs']}; "
+                  f"LinkRx as the model of a receiver without retry: "
+                  f"{'yes' if report['rx_bit_exact'] else 'NO'}")
     return 0 if exact else 1
+
+
+def _fault_count(args):
+    """``--inject-faults N`` (0 without), checked; faults need ``--no-retry``."""
+    if args.inject_faults is None:
+        if args.no_retry:
+            raise ValueError("--no-retry goes with --inject-faults N")
+        return 0
+    if args.inject_faults < 1:
+        raise ValueError(f"--inject-faults takes a number of faults, 1 or more, not "
+                         f"{args.inject_faults}")
+    if not args.no_retry:
+        raise ValueError("the link has no retry yet (issue 17): give --no-retry, and a "
+                         "flit whose CRC fails is dropped with its stream's error beat")
+    return args.inject_faults
 
 
 def _beats_summary(beats):
@@ -427,6 +455,13 @@ def build_parser():
     sim.add_argument("--fixed-tables", action="store_true", default=None,
                      help="link only: tables fixed at elaboration in both blocks, none "
                           "in band (see `linkcodec generate --fixed-tables`)")
+    sim.add_argument("--inject-faults", type=int, default=None, metavar="N",
+                     help="link only: N faults on the channel (bit flips, bursts, lost, "
+                          "duplicated and garbage flits, in turn; seeded by --seed), "
+                          "LinkRx run on what it gives; needs --no-retry for now")
+    sim.add_argument("--no-retry", action="store_true", default=None,
+                     help="link only: no retry: a flit that fails its CRC is dropped "
+                          "and its stream gets the error beat")
     sim.add_argument("--json", action="store_true", help="print JSON")
     sim.set_defaults(func=cmd_sim)
     sim.parse_known_args = _files_after_options(sim)

@@ -13,7 +13,7 @@ those ``linkcodec sim link`` prints.
 import numpy as np
 
 from ..golden.link import FlitHeader, FlitWriter, deal, link_stats
-from ..rtl.link import LinkPair, link_tables
+from ..rtl.link import LinkPair, LinkRx, link_tables
 from .beats import decoder_beats, symbol_beats
 from .harness import first_mismatch, run_beats
 
@@ -65,7 +65,7 @@ def flits_of_words(words, link_bytes, flit_bytes):
 def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
              tables=None, tables_in_band=True,
              idle="random", stall="random", seed=None, deal_frames=True, check_tx=True,
-             build_root=None):
+             build_root=None, faults=0, retry=True):
     """Run ``frames`` (symbol arrays, dealt to the streams round robin; or ``(stream,
     symbols)`` pairs with ``deal_frames=False``) over the link; return the figures.
 
@@ -80,7 +80,23 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     ``tables_in_band`` (if not, the tables are fixed at elaboration: no table flit is
     counted, as none is sent; with them, the first table's flits are, as the golden
     writer sends them).
+
+    ``faults`` (with ``retry=False``: the link has no retry yet) then puts that many
+    faults (:mod:`linkcodec.sim.faults`, their seed the run's) on ``LinkTx``'s flits as
+    they crossed the channel, and runs ``LinkRx`` alone on what the channel gives, under
+    the same idle cycles and backpressure. More keys: ``faults_injected``,
+    ``faults_detected`` (the faults whose flit failed its CRC and gave its stream the
+    error beat), ``faults`` (per kind: injected and detected), ``retries`` (0),
+    ``hangs`` (1 if ``LinkRx`` did not give every beat), ``frames_lost``,
+    ``frames_duplicated``, ``symbols_wrong``, ``frames_flagged``
+    (:func:`~linkcodec.sim.faults.score`) and ``rx_bit_exact`` (``LinkRx`` gave what
+    :func:`~linkcodec.sim.faults.lossy_beats` says a receiver without retry gives).
     """
+    if faults and retry:
+        raise ValueError("the link has no retry yet (issue 17): inject faults with "
+                         "retry=False (`--no-retry`), which drops a flit whose CRC fails")
+    if faults and not check_tx:
+        raise ValueError("faults go on LinkTx's flits as watched: check_tx=True")
     frames = deal(frames, streams) if deal_frames else list(frames)
     pair = LinkPair(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
                     link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band)
@@ -122,6 +138,13 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
         for flit in got:
             mine[FlitHeader.unpack(flit).stream].append(flit)
         out["tx_bit_exact"] = mine == per_stream
+    if faults:
+        out.update(_faulty_run(got, frames, fmt=fmt, tables=tables, count=faults,
+                               link_bytes=link_bytes, idle=idle, stall=stall,
+                               seed=result["seed"], build_root=build_root,
+                               name=f"link_rx_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}"
+                                    f"{fixed}",
+                               tables_in_band=tables_in_band))
     if idle == "none" and stall == "none":
         out["latency_cycles"] = _worst_latency(result, fmt.streams)
     else:
@@ -129,6 +152,35 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
                           stall="none", seed=result["seed"], build_root=build_root, name=name)
         out["latency_cycles"] = _worst_latency(quiet, fmt.streams)
     return out
+
+
+def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, seed,
+                build_root, name, tables_in_band):
+    """LinkRx alone on ``sent`` (LinkTx's flits in link order) with ``count`` faults."""
+    from .faults import FAULT_KINDS, crc_good, inject, lossy_beats, score
+
+    received, injected = inject(sent, min(count, len(sent)), seed=seed)
+    expected, spoilt = lossy_beats(fmt, tables, received)
+    rx = LinkRx(codec=fmt.codec, streams=fmt.streams, flit_bytes=fmt.flit_bytes,
+                link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band)
+    hangs = 0
+    try:
+        result = run_beats(rx, inputs={"i": words_of_flits(received, link_bytes)},
+                           expected=expected, idle=idle, stall=stall, seed=seed,
+                           build_root=build_root, name=name)
+        output = result["output"]
+        hangs = int(any(len(output[port]) < len(beats) for port, beats in expected.items()))
+    except RuntimeError:
+        result, output, hangs = {"bit_exact": False}, {port: [] for port in expected}, 1
+    kinds = {kind: {"injected": 0, "detected": 0} for kind in FAULT_KINDS}
+    for fault in injected:
+        kinds[fault.kind]["injected"] += 1
+        if fault.spoilt is not None and not crc_good(fault.spoilt):
+            kinds[fault.kind]["detected"] += 1
+    detected = sum(kind["detected"] for kind in kinds.values())
+    return {"faults_injected": len(injected), "faults_detected": detected,
+            "faults": kinds, "retries": 0, "hangs": hangs, **score(frames, output),
+            "crc_errors": spoilt, "rx_bit_exact": bool(result["bit_exact"])}
 
 
 def _worst_latency(result, streams):

@@ -2,6 +2,7 @@
 Verilator, LinkTx's flits byte for byte, LinkRx on bad flits, parameters."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -431,18 +432,31 @@ def test_tx_flits_with_one_stream_in_order():
 
 @pytest.mark.xdist_group("link-qlc")
 def test_sim_link_command(capsys):
+    """The pair's run, then (``--inject-faults 25 --no-retry``) LinkRx alone on its flits
+    with 25 faults, 5 of each kind: every flip, burst and garbage flit is caught by the
+    CRC and gives the error beat; LinkRx gives what a receiver without retry should, and
+    does not hang. (Lost and duplicated flits pass unseen until the link numbers its
+    flits: the report counts what they cost.)"""
     code = main(["sim", "link", "--codec", "qlc", "--streams", "2", "--json",
-                 *map(str, FILES)])
+                 "--inject-faults", "25", "--no-retry", *map(str, FILES)])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     for key in ("flits", "raw_flits", "table_flits", "link_bytes", "raw_bytes",
                 "link_bytes_per_symbol", "latency_cycles", "symbols", "cycles",
-                "symbols_per_cycle", "bit_exact", "seed"):
+                "symbols_per_cycle", "bit_exact", "seed", "faults_injected",
+                "faults_detected", "retries", "hangs", "frames_lost", "frames_duplicated",
+                "symbols_wrong"):
         assert key in report, key
     assert report["bit_exact"] and report["tx_bit_exact"]
     assert report["symbols"] == sum(np.load(path).size for path in FILES)
     assert report["link_bytes"] <= 1.04 * report["coded_bytes"] + 256
     assert report["link_bytes_per_symbol"] == round(report["link_bytes"] / report["symbols"], 4)
+    assert report["faults_injected"] == 25 and report["retries"] == 0
+    assert all(kind["injected"] == 5 for kind in report["faults"].values())
+    for kind in ("flip", "burst", "garbage"):
+        assert report["faults"][kind]["detected"] == 5, (report["seed"], report["faults"])
+    assert report["faults_detected"] >= 15 and report["frames_flagged"] >= 1
+    assert report["hangs"] == 0 and report["rx_bit_exact"], report["seed"]
 
 
 @pytest.mark.xdist_group("link-qlc-fixed")
@@ -521,7 +535,13 @@ def test_parameters(options, message):
 
 
 def test_sim_link_refuses_what_the_hardware_lacks(capsys, tmp_path):
-    for option in (["--streams", "2"], ["--fixed-tables"]):
+    for argv, message in (
+            (["--inject-faults", "3"], "no retry yet .*: give --no-retry"),
+            (["--no-retry"], "--no-retry goes with --inject-faults N"),
+            (["--inject-faults", "0", "--no-retry"], "1 or more, not 0")):
+        assert main(["sim", "link", *argv, str(FILES[0])]) == 2
+        assert re.search(message, capsys.readouterr().err), argv
+    for option in (["--streams", "2"], ["--fixed-tables"], ["--inject-faults", "3"]):
         assert main(["sim", "qlc-encoder", *option, str(FILES[0])]) == 2
         assert f"{option[0]} is an option of `linkcodec sim link`" in capsys.readouterr().err
     assert main(["generate", "qlc-encoder", "--fixed-tables", "-o", str(tmp_path)]) == 2
