@@ -85,8 +85,10 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     faults (:mod:`linkcodec.sim.faults`, their seed the run's) on ``LinkTx``'s flits as
     they crossed the channel, and runs ``LinkRx`` alone on what the channel gives, under
     the same idle cycles and backpressure. More keys: ``faults_injected``,
-    ``faults_detected`` (the faults whose flit failed its CRC and gave its stream the
-    error beat), ``faults`` (per kind: injected and detected), ``retries`` (0),
+    ``faults_detected`` (the faults whose flit fails its CRC: ``LinkRx`` drops it, and
+    gives the error beat to the stream its header names, if it names one; a garbage
+    flit's mostly names none), ``faults`` (per kind: injected and detected),
+    ``crc_errors`` (flits that failed their CRC), ``retries`` (0),
     ``hangs`` (1 if ``LinkRx`` did not give every beat), ``frames_lost``,
     ``frames_duplicated``, ``symbols_wrong``, ``frames_flagged``
     (:func:`~linkcodec.sim.faults.score`) and ``rx_bit_exact`` (``LinkRx`` gave what
@@ -159,7 +161,7 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
     """LinkRx alone on ``sent`` (LinkTx's flits in link order) with ``count`` faults."""
     from .faults import FAULT_KINDS, crc_good, inject, lossy_beats, score
 
-    received, injected = inject(sent, min(count, len(sent)), seed=seed)
+    received, injected = inject(sent, count, seed=seed)
     expected, spoilt = lossy_beats(fmt, tables, received)
     rx = LinkRx(codec=fmt.codec, streams=fmt.streams, flit_bytes=fmt.flit_bytes,
                 link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band)
