@@ -496,8 +496,8 @@ def test_rx_with_fixed_tables_drops_table_flits(seed):
     frames = [tensor[:3000], tensor[3000:3400], tensor[:0], tensor[5000:7000]]
     flits = writer.frame(frames[0], 0) + stray + writer.frame(frames[1], 1)
     flits += writer.frame(frames[2], 0)
-    renamed = [FlitHeader(**{**FlitHeader.unpack(flit).__dict__, "bank": 1}).pack()
-               + flit[4:] for flit in writer.frame(frames[3], 1)]
+    renamed = [seal(FlitHeader(**{**FlitHeader.unpack(flit).__dict__, "bank": 1}).pack()
+                    + flit[4:]) for flit in writer.frame(frames[3], 1)]
     flits += stray + renamed
     assert any(FlitHeader.unpack(flit).codec == fmt.codec_id for flit in renamed)
     expected = {"o_s0": decoder_beats([frames[0], frames[2]], 1),
