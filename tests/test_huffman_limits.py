@@ -10,11 +10,13 @@ from linkcodec.bundled import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# One worker for both tests, so the rows (15 s) are computed once.
+# One worker for both tests, so the rows (15 s) are computed once (a session fixture:
+# xdist may run other modules' tests between these two, which tears a module fixture
+# down; make test computed it twice).
 pytestmark = pytest.mark.xdist_group("huffman-limits")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def rows():
     return huffman_limit_rows()
 

@@ -27,21 +27,23 @@ from linkcodec.link_hardware import link_component
 
 from test_axi import PAUSES, client_bits, frames_of, run_axi, source_frame, transfers
 
-# 5 streams: two groups of streams at LinkTx's link side (rtl/link.py, LINK_GROUP), whose
-# flits the TX test reads back byte for byte (the link pair tests run fewer streams).
-CODEC, STREAMS, FLIT_BYTES, LINK_BYTES = "qlc", 5, 64, 32
+# LinkTx at 5 streams: two groups of streams at its link side (rtl/link.py, LINK_GROUP),
+# whose flits the TX test reads back byte for byte (the link pair tests run fewer
+# streams); LinkRx at 2.
+CODEC, FLIT_BYTES, LINK_BYTES = "qlc", 64, 32
+STREAMS = {"link-tx": 5, "link-rx": 2}
 
 
-def _frames(rng):
+def _frames(rng, streams):
     """Frames of none, one and several flits, skewed and incompressible, two a stream."""
     skewed = np.minimum(rng.geometric(0.08, 400), 255).astype(np.uint8)
     kinds = [skewed[:0], skewed[:1], skewed, rng.integers(0, 256, 90, dtype=np.uint8)]
-    return deal([kinds[index % len(kinds)] for index in range(2 * STREAMS)], STREAMS)
+    return deal([kinds[index % len(kinds)] for index in range(2 * streams)], streams)
 
 
 def _ports(kind):
     """``{block_port: (prefix, layout, is_output, byte_lanes)}`` of the wrapped block."""
-    block = link_component(kind, codec=CODEC, streams=STREAMS, flit_bytes=FLIT_BYTES,
+    block = link_component(kind, codec=CODEC, streams=STREAMS[kind], flit_bytes=FLIT_BYTES,
                            link_bytes=LINK_BYTES)
     wrapper = AxiStreamWrapper(block)
     for elaboratable in (block, wrapper):
@@ -52,7 +54,7 @@ def _ports(kind):
 
 
 def _run(kind, case_ports, seed, tmp_path):
-    verilog = generate_link(kind, codec=CODEC, streams=STREAMS, flit_bytes=FLIT_BYTES,
+    verilog = generate_link(kind, codec=CODEC, streams=STREAMS[kind], flit_bytes=FLIT_BYTES,
                             link_bytes=LINK_BYTES, axi_stream=True, output=tmp_path)[0]
     inputs, outputs = case_ports
     rng = np.random.default_rng(seed)
@@ -70,9 +72,9 @@ def _run(kind, case_ports, seed, tmp_path):
 def _golden(kind, seed):
     """``(frames, per_stream, ports)``: the frames dealt to the streams, each stream's
     flits as the golden writer makes them with ``kind``'s tables, the wrapper's ports."""
-    fmt = LinkFormat(CODEC, streams=STREAMS, flit_bytes=FLIT_BYTES)
-    frames = _frames(np.random.default_rng(seed))
-    block = link_component(kind, codec=CODEC, streams=STREAMS, flit_bytes=FLIT_BYTES,
+    fmt = LinkFormat(CODEC, streams=STREAMS[kind], flit_bytes=FLIT_BYTES)
+    frames = _frames(np.random.default_rng(seed), STREAMS[kind])
+    block = link_component(kind, codec=CODEC, streams=STREAMS[kind], flit_bytes=FLIT_BYTES,
                            link_bytes=LINK_BYTES)
     block._MustUse__silence = True
     _, per_stream = golden_flits(fmt, frames, block.tables)
@@ -82,7 +84,7 @@ def _golden(kind, seed):
 def test_link_tx_flits_through_axi_names(seed, tmp_path):
     frames, per_stream, ports = _golden("link-tx", seed)
     inputs = []
-    for index in range(STREAMS):
+    for index in range(STREAMS["link-tx"]):
         prefix, layout, _, byte_lanes = ports[f"i_s{index}"]
         mine = [frame for stream, frame in frames if stream == index]
         inputs.append({"prefix": prefix, "frames": [
@@ -92,7 +94,7 @@ def test_link_tx_flits_through_axi_names(seed, tmp_path):
     result = _run("link-tx", (inputs, [{"prefix": ports["o"][0], "frames": flits}]),
                   seed, tmp_path)
 
-    got = {index: [] for index in range(STREAMS)}
+    got = {index: [] for index in range(STREAMS["link-tx"])}
     for frame in result["output"][ports["o"][0]]:
         # Every word is whole: all its bytes kept, its tuser the word's bits.
         assert all(keep == (1 << LINK_BYTES) - 1 and user == 8 * LINK_BYTES
@@ -115,7 +117,7 @@ def test_link_rx_symbols_through_axi_names(seed, tmp_path):
         for frame in frames_of(transfers(words_of_flits(order, LINK_BYTES), layout,
                                          output=False))]}]
     outputs, want = [], {}
-    for index in range(STREAMS):
+    for index in range(STREAMS["link-rx"]):
         out_prefix, out_layout, _, _ = ports[f"o_s{index}"]
         mine = [frame for stream, frame in frames if stream == index]
         want[out_prefix] = frames_of(transfers(decoder_beats(mine, 1), out_layout,
@@ -128,9 +130,9 @@ def test_link_rx_symbols_through_axi_names(seed, tmp_path):
 
 
 @pytest.mark.parametrize("kind,ports", [
-    ("link-tx", [*(f"s_axis_s{k}_" for k in range(STREAMS)), "s_axis_table_", "m_axis_",
-                 "m_axis_table_"]),
-    ("link-rx", ["s_axis_", *(f"m_axis_s{k}_" for k in range(STREAMS))]),
+    ("link-tx", [*(f"s_axis_s{k}_" for k in range(STREAMS["link-tx"])), "s_axis_table_",
+                 "m_axis_", "m_axis_table_"]),
+    ("link-rx", ["s_axis_", *(f"m_axis_s{k}_" for k in range(STREAMS["link-rx"]))]),
 ])
 def test_link_axi_port_names(kind, ports):
     assert [prefix + "_" for prefix, *_ in _ports(kind).values()] == ports

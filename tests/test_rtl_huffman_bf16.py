@@ -113,7 +113,7 @@ def test_sim_takes_a_bf16_codebook(kind, coded_bits, tmp_path, capsys):
     """`linkcodec sim huffman-encoder|huffman-decoder --codebook book.json FILE...` with a
     codebook of 16-bit values runs the bf16 block of its split on bf16 files; `--fuzz N`
     fuzzes the decoder of that split (not the registry's, of 11 bits)."""
-    files = [str(path) for path in bundled_bf16_files("ffn2_act", layers=[4])]
+    files = [str(path) for path in bundled_bf16_files("ffn1_act", layers=[4])]
     book = tmp_path / "book.json"
     assert main(["codebook", "build", "--value-bits", "16", "--coded-bits", str(coded_bits),
                  "--from", *files[:3], "-o", str(book)]) == 0
