@@ -451,7 +451,7 @@ def test_sim_link_fixed_tables(capsys, monkeypatch):
     """``--fixed-tables``: both ends hold the code from elaboration and no table goes on
     the link; the pair is bit-exact under idle cycles and backpressure, and LinkTx's
     flits are the golden writer's. (The tables come from all four FILEs, as for the
-    other tests of this build; the run takes each file's first 6,000 symbols, which
+    other tests of this build; the run takes each file's first 3,000 symbols, which
     test_sim_link_command runs whole with the same data path: the whole run took 160 s.)
     Then (``--inject-faults 25 --no-retry``) LinkRx alone on LinkTx's flits with 25
     faults, 5 of each kind (the build of test_rx_with_fixed_tables_drops_table_flits):
@@ -462,14 +462,14 @@ def test_sim_link_fixed_tables(capsys, monkeypatch):
 
     whole = link.run_link
     monkeypatch.setattr(link, "run_link", lambda frames, **options: whole(
-        [frame[:6000] for frame in frames], **options))
+        [frame[:3000] for frame in frames], **options))
     code = main(["sim", "link", "--fixed-tables", "--codec", "qlc", "--streams", "2",
                  "--json", "--inject-faults", "25", "--no-retry", *map(str, FILES)])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     assert report["bit_exact"] and report["tx_bit_exact"], report["seed"]
     assert report["tables_in_band"] is False and report["table_flits"] == 0
-    assert report["symbols"] == 6000 * len(FILES) and report["raw_flits"] < report["flits"]
+    assert report["symbols"] == 3000 * len(FILES) and report["raw_flits"] < report["flits"]
     for key in ("faults_injected", "faults_detected", "retries", "hangs", "frames_lost",
                 "frames_duplicated", "symbols_wrong"):
         assert key in report, key
