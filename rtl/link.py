@@ -1769,7 +1769,7 @@ class LinkRx(_LinkBlock):
         if parts == 1:
             crcs = _flit_crcs(m, p.flit_bytes, part_bytes, head.parts, pop, head.row)
         else:                                    # a word is the flit: both halves in it
-            crcs = [head.parts.word_select(parts - 1 - k, 16) for k in range(parts)]
+            crcs = [head.parts.word_select(k, 16) for k in range(parts)]
         return head.data[:field_bits] == crc.crc_field(crcs)
 
     def _tables_in_band(self, m, units, queue, head, first, staged, dropped, routable,

@@ -237,6 +237,34 @@ def test_rx_passes_no_symbol_of_a_flit_that_fails_its_crc(seed):
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
 
 
+def test_rx_checks_both_halves_of_a_flit_in_one_word(seed):
+    """A 256-byte link word holds a whole 256-byte flit, both halves' CRCs computed side
+    by side (the shape no pair test runs): good flits decode, and a flit spoilt in
+    either half gives the error beat. (Found: the halves were swapped at the compare.)"""
+    code = QlcCode(QlcLayout.base(), np.arange(256))
+    fmt = LinkFormat("qlc", streams=1, flit_bytes=256)
+    writer = FlitWriter(fmt)
+    writer.load(code)
+    frame = (np.arange(900) % 7).astype(np.uint8)
+    flits = writer.frame(frame, 0)
+    assert len(flits) >= 3
+    reader = FlitReader(fmt)
+    for flit in FlitWriter(fmt).load(code):
+        reader.read(flit)
+    spoilt = []
+    for byte in (40, 200):                              # half 0, half 1
+        flit = bytearray(flits[0])
+        flit[byte] ^= 0x04
+        spoilt.append(bytes(flit))
+    refused = decoder_beats([np.zeros(0, np.uint8)], 1, error_after=0)
+    expected = decoder_beats([frame], 1) + refused + refused
+    rx = LinkRx(codec="qlc", streams=1, flit_bytes=256, link_bytes=256, tables=code)
+    result = run_beats(rx, inputs={"i": words_of_flits(flits + spoilt, 256)},
+                       expected={"o_s0": expected}, idle="random", stall="random",
+                       name="link_rx_qlc_s1_f256_w256", seed=seed)
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+
+
 @pytest.mark.xdist_group("link-rx-exponent")
 def test_rx_names_bad_bf16_flits(seed):
     """A coded bf16 flit that no writer makes ends its frame with the error beat, after
