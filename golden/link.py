@@ -4,14 +4,19 @@
 A link carries fixed-size *flits* (``flit_bytes``: 64, 128 or 256, the last as a UCIe
 256-byte flit in raw streaming mode). Each flit is::
 
-    header (4 bytes) | body (flit_bytes - 4 - crc_bytes) | CRC field (2 bytes a 128-byte half)
+    header (4 bytes) | body | [sequence (1 byte)] | CRC field (2 bytes a 128-byte half)
 
 The header (:class:`FlitHeader`, 32 bits, most significant first) names the flit's codec
 (raw, QLC, Huffman, exponent remap), whether it carries a table, the table bank, whether
 it ends a frame, its stream, its symbol count and how many body bits it uses. The CRC
 field holds UCIe's CRC-16 (:mod:`linkcodec.golden.crc`) of each 128-byte half of the
 flit, the CRC field itself read as zero (:func:`flit_crcs`); a 64-byte flit is one half,
-zero-extended. A reader checks it before anything else.
+zero-extended. A reader checks it before anything else. A link with retry
+(``LinkFormat(..., sequence=True)``) gives up the body's last byte for a *sequence
+number*: the flit's place in link order, modulo 256 (:func:`numbered`,
+:func:`flit_sequence`). The writer leaves it 0; the link's retry layer (``rtl/retry.py``)
+fills it as it sends each flit, so that the receiver can refuse a flit that is out of
+order, lost or repeated, and ask for it again (go-back-N).
 
 - **Data flits.** A frame is cut into flits at symbol boundaries; each flit's symbols are
   coded on their own (a flit is one frame for the codec), so a flit decodes without any
@@ -63,13 +68,18 @@ __all__ = [
     "canonical_qlc",
     "deal",
     "flit_crcs",
+    "flit_sequence",
     "flits_from_frames",
     "frames_from_flits",
     "link_stats",
+    "numbered",
     "seal",
     "table_from_image",
     "table_image",
 ]
+
+#: Bytes of the sequence number in a flit of a link with retry (before the CRC field).
+SEQUENCE_BYTES = 1
 
 #: Flit sizes a link can have, in bytes.
 FLIT_BYTES = (64, 128, 256)
@@ -362,9 +372,11 @@ def table_from_image(codec, image):
 
 class LinkFormat:
     """A link's flit format: ``codec`` (``"qlc"``, ``"huffman"`` or ``"exponent"``),
-    ``streams`` (1..16) and ``flit_bytes`` (64, 128 or 256)."""
+    ``streams`` (1..16), ``flit_bytes`` (64, 128 or 256) and ``sequence`` (a link with
+    retry: each flit's last byte before the CRC field is its sequence number, and the
+    body is a byte shorter)."""
 
-    def __init__(self, codec, *, streams=1, flit_bytes=DEFAULT_FLIT_BYTES):
+    def __init__(self, codec, *, streams=1, flit_bytes=DEFAULT_FLIT_BYTES, sequence=False):
         self.codec = _codec(codec).name
         streams = as_index(streams, "streams")
         if not 1 <= streams <= MAX_STREAMS:
@@ -373,11 +385,14 @@ class LinkFormat:
         if flit_bytes not in FLIT_BYTES:
             raise ValueError(f"flit_bytes must be one of {', '.join(map(str, FLIT_BYTES))}, "
                              f"not {flit_bytes}")
-        self.streams, self.flit_bytes = streams, flit_bytes
+        if not isinstance(sequence, bool):
+            raise TypeError(f"sequence must be True or False, not {sequence!r}")
+        self.streams, self.flit_bytes, self.sequence = streams, flit_bytes, sequence
 
     def __repr__(self):
         return (f"LinkFormat({self.codec!r}, streams={self.streams}, "
-                f"flit_bytes={self.flit_bytes})")
+                f"flit_bytes={self.flit_bytes}"
+                + (", sequence=True)" if self.sequence else ")"))
 
     @property
     def codec_id(self):
@@ -394,8 +409,20 @@ class LinkFormat:
         return _crc_field_bytes(self.flit_bytes)
 
     @property
+    def sequence_bytes(self):
+        """Bytes of the sequence number: 1 with ``sequence``, else 0."""
+        return SEQUENCE_BYTES if self.sequence else 0
+
+    @property
+    def sequence_offset(self):
+        """The byte of the flit that holds its sequence number (with ``sequence``)."""
+        if not self.sequence:
+            raise ValueError(f"{self!r} has no sequence number")
+        return self.flit_bytes - self.crc_bytes - SEQUENCE_BYTES
+
+    @property
     def body_bytes(self):
-        return self.flit_bytes - HEADER_BYTES - self.crc_bytes
+        return self.flit_bytes - HEADER_BYTES - self.sequence_bytes - self.crc_bytes
 
     @property
     def body_bits(self):
@@ -422,7 +449,7 @@ class LinkFormat:
         if len(body) > self.body_bytes:
             raise ValueError(f"a body of {len(body)} bytes does not fit {self.body_bytes}")
         return seal(header.pack() + body + bytes(self.body_bytes - len(body))
-                    + bytes(self.crc_bytes))
+                    + bytes(self.sequence_bytes + self.crc_bytes))
 
 
 def _check_format(fmt):
@@ -432,6 +459,27 @@ def _check_format(fmt):
 
 
 # -- writer ----------------------------------------------------------------------------
+
+def numbered(fmt, flit, sequence):
+    """``flit`` of a link of ``fmt`` (with ``sequence``) as the retry layer sends it: its
+    sequence byte set to ``sequence`` modulo 256, and sealed again (:func:`seal`)."""
+    _check_format(fmt)
+    offset = fmt.sequence_offset
+    flit = bytes(flit)
+    if len(flit) != fmt.flit_bytes:
+        raise ValueError(f"a flit of {fmt!r} is {fmt.flit_bytes} bytes, not {len(flit)}")
+    sequence = as_index(sequence, "sequence")
+    return seal(flit[:offset] + bytes([sequence & 0xFF]) + flit[offset + 1:])
+
+
+def flit_sequence(fmt, flit):
+    """The sequence number ``flit`` (of a link of ``fmt``, with ``sequence``) carries."""
+    _check_format(fmt)
+    flit = bytes(flit)
+    if len(flit) != fmt.flit_bytes:
+        raise ValueError(f"a flit of {fmt!r} is {fmt.flit_bytes} bytes, not {len(flit)}")
+    return flit[fmt.sequence_offset]
+
 
 class FlitWriter:
     """Makes flits: :meth:`load` a table, :meth:`frame` a frame. Until a table is loaded

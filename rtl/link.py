@@ -100,7 +100,6 @@ from amaranth.lib.wiring import In, Out
 
 from ..golden.exponent import TABLE_SIZE, VALUE_BITS, ExponentTable
 from ..golden.huffman import HuffmanCodebook
-from ..golden.crc import CRC_MESSAGE_BYTES
 from ..golden.link import CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, LinkFormat, canonical_qlc
 from ..golden.qlc import QlcCode
 from . import crc, exponent, huffman, qlc
@@ -108,11 +107,13 @@ from .exponent import ExponentRemapDecoder, ExponentRemapEncoder
 from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
 from .bitpack import RegisterSlice, mux_tree
 from .payload import config_write_layout, symbol_layout, word_layout
+from .retry import RETRY_DEPTHS, RetryRx, RetryTx, ack_layout
 from .table import config_listener
 from .table_loader import IMAGE_BYTES, TableLoader, image_byte_layout, loader_write_layout
 
-__all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "LINK_WORD_WIDTH", "LinkTx", "LinkRx",
-           "LinkPair", "link_tables"]
+__all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "DEFAULT_RETRY_DEPTH",
+           "DEFAULT_ACK_LATENCY", "LINK_WORD_WIDTH", "LinkTx", "LinkRx", "LinkPair",
+           "link_tables"]
 
 #: Codecs the link hardware carries.
 LINK_CODECS = ("qlc", "huffman", "exponent")
@@ -150,6 +151,13 @@ IMAGE_MAX = max(IMAGE_BYTES.values())
 #: always 1): ``data``, the link bank it loaded (0 or 1); ``error``, the image was
 #: refused (then no table flit went out and no stream switched).
 table_result_layout = data.StructLayout({"data": 8, "error": 1, "last": 1})
+#: Flits a link with retry keeps for sending again, unless told otherwise.
+DEFAULT_RETRY_DEPTH = 16
+
+#: Cycles a sender with retry waits for an ack before it sends again, unless told
+#: otherwise.
+DEFAULT_ACK_LATENCY = 128
+
 #: Link words LinkTx's output queue holds: enough for its link side's pipeline to issue
 #: a word a cycle while ``o`` takes one.
 LINK_OUT_DEPTH = 8
@@ -213,14 +221,22 @@ class _Params:
     """The checked parameters both ends share."""
 
     def __init__(self, *, codec, streams, lanes, flit_bytes, link_bytes, tables,
-                 tables_in_band):
+                 tables_in_band, retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY):
         if codec not in LINK_CODECS:
             raise ValueError(f"codec must be one of {', '.join(map(repr, LINK_CODECS))} in "
                              f"hardware, not {codec!r}")
         if lanes != 1:
             raise ValueError(f"lanes must be 1 (a lane a stream) in this version, not "
                              f"{lanes!r}")
-        self.fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
+        if retry_depth != 0 and retry_depth not in RETRY_DEPTHS:
+            raise ValueError(f"retry_depth must be 0 (no retry) or one of "
+                             f"{', '.join(map(str, RETRY_DEPTHS))} flits, not {retry_depth!r}")
+        if (not isinstance(ack_latency, int) or isinstance(ack_latency, bool)
+                or not 1 <= ack_latency < 1 << 16):
+            raise ValueError(f"ack_latency must be 1 to 65535 cycles, not {ack_latency!r}")
+        self.retry_depth, self.ack_latency = retry_depth, ack_latency
+        self.fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes,
+                              sequence=retry_depth != 0)
         if (not isinstance(link_bytes, int) or isinstance(link_bytes, bool)
                 or link_bytes < 8 or link_bytes & (link_bytes - 1)
                 or link_bytes > flit_bytes):
@@ -285,29 +301,6 @@ def _above_constant(value, constant):
     for bit in range(len(value)):
         result = value[bit] & result if constant >> bit & 1 else value[bit] | result
     return result
-
-
-def _flit_crcs(m, flit_bytes, nbytes, part, valid, row):
-    """The CRC registers of a flit's halves (:func:`~linkcodec.golden.link.flit_crcs`) as
-    its pieces of ``nbytes`` go by, one a cycle when ``valid`` (``row``: the piece's index
-    in the flit; ``part``: :func:`~linkcodec.rtl.crc.crc_of_bytes` of the piece, its CRC
-    field zero): each half's register, complete at the flit's last piece. A half is
-    ``min(128, flit_bytes)`` bytes and zero-extended to 128; ``nbytes`` divides it."""
-    half = min(CRC_MESSAGE_BYTES, flit_bytes)
-    per_half = half // nbytes
-    register = Signal(16)
-    first = row[:(per_half - 1).bit_length()] == 0 if per_half > 1 else Const(1, 1)
-    following = Signal(16)
-    m.d.comb += following.eq(Mux(first, 0, crc.advance(register, nbytes)) ^ part)
-    with m.If(valid):
-        m.d.sync += register.eq(following)
-    done = crc.advance(following, CRC_MESSAGE_BYTES - half)
-    if flit_bytes <= CRC_MESSAGE_BYTES:
-        return [done]
-    earlier = Signal(16)                   # the first half's, kept to the flit's end
-    with m.If(valid & (row == per_half - 1)):
-        m.d.sync += earlier.eq(done)
-    return [earlier, done]
 
 
 def _index_of_one_hot(one_hot):
@@ -743,6 +736,16 @@ class _LinkBlock(wiring.Component):
     def link_bytes(self):
         return self._params.link_bytes
 
+    @property
+    def retry_depth(self):
+        """Flits kept for retry (0: no retry)."""
+        return self._params.retry_depth
+
+    @property
+    def ack_latency(self):
+        """Cycles the sender waits for an ack before it sends again (with retry)."""
+        return self._params.ack_latency
+
 
 class _TxTables(wiring.Component):
     """:class:`LinkTx`'s table image: the bytes from ``i_table`` (at most
@@ -874,10 +877,12 @@ class LinkTx(_LinkBlock):
     """
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
-                 link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True):
+                 link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True,
+                 retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY):
         params = _checked(self, codec=codec, streams=streams, lanes=lanes,
                           flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
-                          tables_in_band=tables_in_band)
+                          tables_in_band=tables_in_band, retry_depth=retry_depth,
+                          ack_latency=ack_latency)
         members = {f"i_s{index}": In(stream.Signature(
             symbol_layout(1, width=params.symbol_bits))) for index in range(streams)}
         if tables_in_band:
@@ -885,11 +890,21 @@ class LinkTx(_LinkBlock):
         members["o"] = Out(stream.Signature(word_layout(params.row_bits)))
         if tables_in_band:
             members["o_table"] = Out(stream.Signature(table_result_layout))
+        if retry_depth:
+            members["i_ack"] = In(ack_layout)
         super().__init__(params, members)
 
     def elaborate(self, platform):
         m = Module()
         p = self._params
+        link_o = self.o                   # the flits, numbered and kept for retry if so
+        if p.retry_depth:
+            m.submodules.retry = retry = RetryTx(
+                flit_bytes=p.flit_bytes, link_bytes=p.link_bytes, crc_bytes=p.fmt.crc_bytes,
+                depth=p.retry_depth, ack_latency=p.ack_latency)
+            wiring.connect(m, retry.o, wiring.flipped(self.o))
+            m.d.comb += retry.i_ack.eq(self.i_ack)
+            link_o = retry.i
         units = []
         for index in range(p.streams):
             unit = _TxStream(p, index)
@@ -927,15 +942,15 @@ class LinkTx(_LinkBlock):
         groups = [units[start:start + LINK_GROUP] for start in range(0, count, LINK_GROUP)]
         group_bits = (LINK_GROUP - 1).bit_length()
 
-        m.submodules.out = out_queue = SyncFIFOBuffered(width=self.o.payload.shape().size,
+        m.submodules.out = out_queue = SyncFIFOBuffered(width=link_o.payload.shape().size,
                                                         depth=LINK_OUT_DEPTH)
-        m.d.comb += [self.o.valid.eq(out_queue.r_rdy), self.o.payload.eq(out_queue.r_data),
-                     out_queue.r_en.eq(self.o.ready)]
+        m.d.comb += [link_o.valid.eq(out_queue.r_rdy), link_o.payload.eq(out_queue.r_data),
+                     out_queue.r_en.eq(link_o.ready)]
         pending = Signal(range(LINK_OUT_DEPTH + 1))     # words issued, not yet taken
         issue = Signal()                                # a piece goes in the pipeline
         word_start = Signal()                           # ... the first of its word
         m.d.sync += pending.eq(pending + (issue & word_start)
-                               - (self.o.valid & self.o.ready))
+                               - (link_o.valid & link_o.ready))
 
         current = Signal(range(max(2, count)))
         sending = Signal()
@@ -1030,11 +1045,11 @@ class LinkTx(_LinkBlock):
         sealing_piece = Signal(piece_bits)
         part = Signal(16)
         m.d.sync += [sealing_piece.eq(piece), part.eq(crc.crc_of_bytes(piece, piece_bytes))]
-        crcs = _flit_crcs(m, p.flit_bytes, piece_bytes, part, sealing.valid, sealing.row)
+        crcs = crc.flit_registers(m, p.flit_bytes, piece_bytes, part, sealing.valid, sealing.row)
         sealed = Mux(sealing.last,
                      Cat(crc.crc_field(crcs), sealing_piece[8 * p.fmt.crc_bytes:]),
                      sealing_piece)
-        word = Signal(self.o.payload.shape())
+        word = Signal(link_o.payload.shape())
         if per_word > 1:
             # The word's earlier pieces, the first in the top bits.
             collected = Signal(piece_bits * (per_word - 1))
@@ -1660,19 +1675,30 @@ class LinkRx(_LinkBlock):
     """
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
-                 link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True):
+                 link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True,
+                 retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY):
         params = _checked(self, codec=codec, streams=streams, lanes=lanes,
                           flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
-                          tables_in_band=tables_in_band)
+                          tables_in_band=tables_in_band, retry_depth=retry_depth,
+                          ack_latency=ack_latency)
         members = {"i": In(stream.Signature(word_layout(params.row_bits)))}
         for index in range(streams):
             members[f"o_s{index}"] = Out(stream.Signature(
                 symbol_layout(1, width=params.symbol_bits, error=True)))
+        if retry_depth:
+            members["o_ack"] = Out(ack_layout)
         super().__init__(params, members)
 
     def elaborate(self, platform):
         m = Module()
         p = self._params
+        link_i = self.i                   # the flits, checked for retry first if so
+        if p.retry_depth:
+            m.submodules.retry = retry = RetryRx(
+                flit_bytes=p.flit_bytes, link_bytes=p.link_bytes, crc_bytes=p.fmt.crc_bytes)
+            wiring.connect(m, wiring.flipped(self.i), retry.i)
+            m.d.comb += self.o_ack.eq(retry.o_ack)
+            link_i = retry.o
         units = []
         for index in range(p.streams):
             unit = _RxStream(p)
@@ -1688,7 +1714,7 @@ class LinkRx(_LinkBlock):
         target = Signal(range(max(2, p.streams)))
         keep = Signal()                           # the flit goes to a stream (else dropped)
         target_table = Signal()                   # the flit is a table flit
-        top = self.i.payload.data[-32:]
+        top = link_i.payload.data[-32:]
         stream_field = top[23:27]
         is_table = top[29]
         routed = Signal(range(max(2, p.streams)))
@@ -1699,30 +1725,24 @@ class LinkRx(_LinkBlock):
                      table.eq(Mux(row == 0, is_table, target_table))]
         # Each word's CRC parts (crc.crc_of_bytes of each half's bytes in it, the CRC
         # field read as zero) go into the queue beside it: behind the queue only the
-        # 16-bit registers of the halves remain (``_check_crc``).
-        half_bytes = min(CRC_MESSAGE_BYTES, p.flit_bytes)
-        part_bytes = min(half_bytes, p.link_bytes)
+        # 16-bit registers of the halves remain (``crc.flit_good``).
+        word_parts, part_bytes = crc.word_parts(
+            m, link_i.payload.data, row == p.rows - 1, flit_bytes=p.flit_bytes,
+            link_bytes=p.link_bytes, crc_bytes=p.fmt.crc_bytes)
         parts = p.link_bytes // part_bytes
-        field_bits = 8 * p.fmt.crc_bytes
-        data_in = self.i.payload.data
-        masked = Signal(p.row_bits)
-        m.d.comb += masked.eq(Mux(row == p.rows - 1,
-                                  Cat(Const(0, field_bits), data_in[field_bits:]), data_in))
         tagged_layout = data.StructLayout({"data": p.row_bits, "row": range(p.rows),
                                            "streams": p.streams, "table": 1,
                                            "parts": 16 * parts})
         tagged = Signal(tagged_layout)
-        m.d.comb += [tagged.data.eq(self.i.payload.data), tagged.row.eq(row),
+        m.d.comb += [tagged.data.eq(link_i.payload.data), tagged.row.eq(row),
                      tagged.streams.eq(Cat(*[wanted & (routed == index)
                                              for index in range(p.streams)])),
                      tagged.table.eq(table),
-                     tagged.parts.eq(Cat(*[crc.crc_of_bytes(
-                         masked.word_select(parts - 1 - k, 8 * part_bytes), part_bytes)
-                         for k in range(parts)]))]
+                     tagged.parts.eq(word_parts)]
         m.submodules.routed = queue = SyncFIFO(width=tagged_layout.size, depth=4)
-        m.d.comb += [queue.w_data.eq(tagged), queue.w_en.eq(self.i.valid),
-                     self.i.ready.eq(queue.w_rdy)]
-        taken = self.i.valid & self.i.ready
+        m.d.comb += [queue.w_data.eq(tagged), queue.w_en.eq(link_i.valid),
+                     link_i.ready.eq(queue.w_rdy)]
+        taken = link_i.valid & link_i.ready
         with m.If(taken):
             m.d.sync += row.eq(Mux(row == p.rows - 1, 0, row + 1))
             with m.If(row == 0):
@@ -1745,7 +1765,9 @@ class LinkRx(_LinkBlock):
         # Whether the flit's CRC field holds its halves' CRCs, at its last word: with
         # that word in the write stage (``write_good``).
         good = Signal()
-        m.d.sync += good.eq(self._check_crc(m, head, queue.r_en, part_bytes, parts))
+        m.d.sync += good.eq(crc.flit_good(
+            m, flit_bytes=p.flit_bytes, link_bytes=p.link_bytes, crc_bytes=p.fmt.crc_bytes,
+            parts=head.parts, valid=queue.r_en, row=head.row, data=head.data))
         if p.tables_in_band:
             pop = self._tables_in_band(m, units, queue, head, first, staged, dropped,
                                        routable, good)
@@ -1760,17 +1782,6 @@ class LinkRx(_LinkBlock):
             m.d.comb += [unit.write.eq(staged.streams[index]), unit.write_row.eq(staged.row),
                          unit.write_data.eq(staged.data), unit.write_good.eq(good)]
         return m
-
-    def _check_crc(self, m, head, pop, part_bytes, parts):
-        """Whether ``head``, a flit's last word, ends a flit whose CRC field is right:
-        the halves' registers take each word's parts as it leaves the queue (``pop``)."""
-        p = self._params
-        field_bits = 8 * p.fmt.crc_bytes
-        if parts == 1:
-            crcs = _flit_crcs(m, p.flit_bytes, part_bytes, head.parts, pop, head.row)
-        else:                                    # a word is the flit: both halves in it
-            crcs = [head.parts.word_select(k, 16) for k in range(parts)]
-        return head.data[:field_bits] == crc.crc_field(crcs)
 
     def _tables_in_band(self, m, units, queue, head, first, staged, dropped, routable,
                         good):
@@ -1840,7 +1851,8 @@ class LinkPair(wiring.Component):
     """:class:`LinkTx` driving :class:`LinkRx`, as ``linkcodec sim link`` runs them:
     ports ``i_s0`` .., ``o_s0`` ...
 
-    The link between them is a register. A write of 1 to ``i_config`` (address 0) makes
+    The link between them is a register (and with retry, ``LinkRx``'s ``o_ack`` drives
+    ``LinkTx``'s ``i_ack`` directly). A write of 1 to ``i_config`` (address 0) makes
     it pause: it then takes no word in about a quarter of the cycles (a 16-bit LFSR
     decides), so the channel both stalls the transmitter and starves the receiver; 0
     (the reset value) makes it a plain register."""
@@ -1855,16 +1867,18 @@ class LinkPair(wiring.Component):
         members = {"i_config": In(stream.Signature(
             config_write_layout(addr_width=1, data_width=1)))}
         for name, member in self.tx.signature.members.items():
-            if name != "o":
+            if name not in ("o", "i_ack"):
                 members[name] = member
         for name, member in self.rx.signature.members.items():
-            if name != "i":
+            if name not in ("i", "o_ack"):
                 members[name] = member
         super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.tx, m.submodules.rx = self.tx, self.rx
+        if self.tx.retry_depth:
+            m.d.comb += self.tx.i_ack.eq(self.rx.o_ack)
         pausing = Signal()
         m.d.comb += self.i_config.ready.eq(1)
         with m.If(self.i_config.valid & (self.i_config.payload.addr == 0)):

@@ -12,12 +12,18 @@ those ``linkcodec sim link`` prints.
 
 import numpy as np
 
-from ..golden.link import FlitHeader, FlitWriter, deal, link_stats
-from ..rtl.link import LinkPair, LinkRx, link_tables
+from ..golden.link import (FlitHeader, FlitWriter, LinkFormat, deal, flit_sequence,
+                           link_stats, numbered)
+from ..rtl.link import (DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH, LinkPair, LinkRx,
+                        link_tables)
 from .beats import decoder_beats, symbol_beats
 from .harness import first_mismatch, run_beats
 
-__all__ = ["run_link", "flits_of_words", "words_of_flits", "link_io"]
+__all__ = ["run_link", "retry_run", "flits_of_words", "words_of_flits", "link_io",
+           "DEFAULT_ACK_DELAY"]
+
+#: Cycles the return channel takes in a faulty run, unless told otherwise.
+DEFAULT_ACK_DELAY = 16
 
 
 def link_io(fmt, frames):
@@ -65,7 +71,8 @@ def flits_of_words(words, link_bytes, flit_bytes):
 def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
              tables=None, tables_in_band=True,
              idle="random", stall="random", seed=None, deal_frames=True, check_tx=True,
-             build_root=None, faults=0, retry=True):
+             build_root=None, faults=0, retry=True, retry_depth=DEFAULT_RETRY_DEPTH,
+             ack_latency=DEFAULT_ACK_LATENCY, ack_delay=DEFAULT_ACK_DELAY):
     """Run ``frames`` (symbol arrays, dealt to the streams round robin; or ``(stream,
     symbols)`` pairs with ``deal_frames=False``) over the link; return the figures.
 
@@ -93,10 +100,22 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     ``frames_duplicated``, ``symbols_wrong``, ``frames_flagged``
     (:func:`~linkcodec.sim.faults.score`) and ``rx_bit_exact`` (``LinkRx`` gave what
     :func:`~linkcodec.sim.faults.lossy_beats` says a receiver without retry gives).
+
+    ``faults`` with ``retry`` runs instead :class:`~linkcodec.sim.channel.FaultyLink`:
+    ``LinkTx`` and ``LinkRx`` with go-back-N retry (``retry_depth`` flits kept,
+    ``ack_latency`` cycles before the sender goes back unasked), the channel injecting
+    the faults on the flits as they cross (sent again included) and delaying the acks
+    ``ack_delay`` cycles (:func:`retry_run` gives the keys).
     """
     if faults and retry:
-        raise ValueError("the link has no retry yet (issue 17): inject faults with "
-                         "retry=False (`--no-retry`), which drops a flit whose CRC fails")
+        if not check_tx:
+            raise ValueError("faults go on LinkTx's flits as watched: check_tx=True")
+        return retry_run(frames, codec=codec, streams=streams, flit_bytes=flit_bytes,
+                         link_bytes=link_bytes, tables=tables,
+                         tables_in_band=tables_in_band, idle=idle, stall=stall, seed=seed,
+                         deal_frames=deal_frames, build_root=build_root, faults=faults,
+                         retry_depth=retry_depth, ack_latency=ack_latency,
+                         ack_delay=ack_delay)
     if faults and not check_tx:
         raise ValueError("faults go on LinkTx's flits as watched: check_tx=True")
     frames = deal(frames, streams) if deal_frames else list(frames)
@@ -183,6 +202,167 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
     return {"faults_injected": len(injected), "faults_detected": detected,
             "faults": kinds, "retries": 0, "hangs": hangs, **score(frames, output),
             "crc_errors": spoilt, "rx_bit_exact": bool(result["bit_exact"])}
+
+
+def _rate(flits, count):
+    """The channel's rate (a flit hit with a chance of 1 in ``2 ** rate``) that puts
+    ``count`` faults on about half of ``flits`` first sendings."""
+    rate = 0
+    while rate < 16 and flits >> (rate + 1) >= 2 * count:
+        rate += 1
+    return rate
+
+
+def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, tables=None,
+              tables_in_band=True, idle="random", stall="random", seed=None,
+              deal_frames=True, build_root=None, faults=0,
+              retry_depth=DEFAULT_RETRY_DEPTH, ack_latency=DEFAULT_ACK_LATENCY,
+              ack_delay=DEFAULT_ACK_DELAY, kinds=None):
+    """``frames`` over a link with go-back-N retry and a channel that injects ``faults``
+    (:class:`~linkcodec.sim.channel.FaultyLink`), scored against what went in.
+
+    The keys of :func:`run_link`, and: ``retry_depth``, ``ack_latency``, ``ack_delay``,
+    ``faults_injected``, ``faults`` (per kind of
+    :data:`~linkcodec.sim.channel.CHANNEL_FAULTS`: injected and detected; a spoilt flit
+    is detected when ``LinkRx`` refuses it, a lost one when it is sent again, a repeated
+    one when at most one of its copies is taken, a stall of the return channel when the
+    link goes on to the end without a hang), ``faults_detected`` (their sum),
+    ``retries`` (the times the sender went back), ``flits_sent`` (sendings, again
+    included), ``hangs``, ``frames_lost``, ``frames_duplicated``, ``symbols_wrong``,
+    ``frames_flagged`` (:func:`~linkcodec.sim.faults.score`), ``bit_exact``,
+    ``rx_model_exact`` (``LinkRx`` gave exactly the frames of the flits that a go-back-N
+    receiver, modelled from the flits it got, takes), ``tx_bit_exact`` (each flit sent
+    first is the golden writer's, numbered in order, and each sent again is the same
+    flit). ``kinds`` (names of CHANNEL_FAULTS) limits the faults to some kinds.
+    """
+    from .channel import (CHANNEL_FAULTS, CONFIG_COUNT, CONFIG_KINDS, CONFIG_RATE,
+                          CONFIG_SEED, FaultyLink, fault_layout)
+    from .faults import crc_good, score
+
+    kinds = CHANNEL_FAULTS if kinds is None else tuple(kinds)
+    unknown = [kind for kind in kinds if kind not in CHANNEL_FAULTS]
+    if unknown or not kinds:
+        raise ValueError(f"fault kinds are {', '.join(CHANNEL_FAULTS)}, not {unknown or kinds}")
+    frames = deal(frames, streams) if deal_frames else list(frames)
+    link = FaultyLink(codec=codec, streams=streams, flit_bytes=flit_bytes,
+                      link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band,
+                      retry_depth=retry_depth, ack_latency=ack_latency, ack_delay=ack_delay)
+    tables = link.tx.tables
+    fmt = link.tx.format
+    inputs, expected = link_io(fmt, frames)
+    table_flits, per_stream = golden_flits(fmt, frames, tables)
+    if not tables_in_band:
+        table_flits = []
+    data_flits = [flit for flits in per_stream.values() for flit in flits]
+    stats = link_stats(fmt, table_flits + data_flits, frames, tables)
+    if seed is None:
+        import random
+        seed = random.SystemRandom().randrange(1 << 31)
+    mask = sum(1 << CHANNEL_FAULTS.index(kind) for kind in kinds)
+    config = {"i_config": [
+        {"addr": CONFIG_SEED, "data": (seed * 2654435761) & 0xFFFFFFFF or 1},
+        {"addr": CONFIG_COUNT, "data": int(faults)},
+        {"addr": CONFIG_RATE, "data": _rate(stats.flits, max(1, int(faults)))},
+        {"addr": CONFIG_KINDS, "data": mask}]}
+    fixed = "" if tables_in_band else "_fixed"
+    name = (f"link_retry_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}_d{retry_depth}"
+            f"_a{ack_latency}_c{ack_delay}{fixed}")
+    word = link.tx.o.payload.shape()
+    watch = {"sent": word, "received": word, "faults": fault_layout}
+    hangs = 0
+    try:
+        result = run_beats(link, inputs=inputs, expected=expected, idle=idle, stall=stall,
+                           seed=seed, build_root=build_root, name=name, config=config,
+                           watch=watch)
+        output = result["output"]
+        hangs = int(any(len(output[port]) < len(beats) for port, beats in expected.items()))
+    except RuntimeError:
+        raise
+    sent = flits_of_words(result["watched"]["sent"], link_bytes, flit_bytes)
+    received = flits_of_words(result["watched"]["received"], link_bytes, flit_bytes)
+    log = result["watched"]["faults"]
+
+    # The sender: first sendings numbered in order, each sent again the same flit.
+    first, retries, same = [], 0, True
+    previous = None
+    for flit in sent:
+        number = flit_sequence(fmt, flit)
+        if previous is not None and number != (previous + 1) % 256:
+            retries += 1
+        previous = number
+        if number == len(first) % 256:
+            first.append(flit)
+        else:
+            index = max(k for k in range(len(first)) if k % 256 == number)
+            same &= first[index] == flit
+    mine = {index: [] for index in range(streams)}
+    for flit in first:
+        header = FlitHeader.unpack(flit)
+        if not header.table:
+            mine[header.stream].append(numbered(fmt, flit, 0))
+    tx_exact = (same and mine == per_stream
+                and all(flit_sequence(fmt, flit) == index % 256
+                        for index, flit in enumerate(first)))
+
+    # A go-back-N receiver on what the channel gave.
+    taken, took = [], []
+    for flit in received:
+        ok = crc_good(flit) and flit_sequence(fmt, flit) == len(taken) % 256
+        took.append(ok)
+        if ok:
+            taken.append(flit)
+    rx_model_exact = taken == first[:len(taken)]
+
+    # Each fault against what became of its flit.
+    counts = {kind: {"injected": 0, "detected": 0} for kind in kinds}
+    faults_at, offset, last = {}, 0, -1
+    for entry in log:
+        flit = entry["flit"] + offset
+        if flit < last:
+            offset += 1 << 16
+            flit += 1 << 16
+        last = flit
+        faults_at[flit] = CHANNEL_FAULTS[entry["kind"]]
+    position = 0                       # of the sending's first copy among those received
+    for index, flit in enumerate(sent):
+        kind = faults_at.get(index)
+        copies = {"drop": 0, "duplicate": 2}.get(kind, 1)
+        if kind is not None:
+            counts[kind]["injected"] += 1
+            if kind in ("flip", "burst", "garbage"):
+                found = position < len(took) and not took[position]
+            elif kind == "duplicate":
+                found = sum(took[position:position + 2]) <= 1
+            elif kind == "drop":
+                number = flit_sequence(fmt, flit)
+                found = any(flit_sequence(fmt, later) == number for later in sent[index + 1:])
+            else:
+                found = not hangs
+            counts[kind]["detected"] += int(found)
+        position += copies
+    out = {
+        "codec": codec, "streams": streams, "lanes": 1, "flit_bytes": flit_bytes,
+        "tables_in_band": tables_in_band, "link_word_bytes": link_bytes,
+        "retry_depth": retry_depth, "ack_latency": ack_latency, "ack_delay": ack_delay,
+        "symbols": stats.symbols, "cycles": result["cycles"],
+        "symbols_per_cycle": round(stats.symbols / result["cycles"], 4)
+        if result["cycles"] else 0.0,
+        "flits": stats.flits, "raw_flits": stats.raw_flits,
+        "table_flits": stats.table_flits, "link_bytes": stats.link_bytes,
+        "raw_bytes": stats.raw_bytes, "coded_bytes": stats.coded_bytes,
+        "link_bytes_per_symbol": round(stats.link_bytes / stats.symbols, 4)
+        if stats.symbols else 0.0,
+        "bit_exact": result["bit_exact"], "tx_bit_exact": tx_exact,
+        "rx_model_exact": rx_model_exact, "seed": result["seed"],
+        "faults_injected": sum(kind["injected"] for kind in counts.values()),
+        "faults_detected": sum(kind["detected"] for kind in counts.values()),
+        "faults": counts, "retries": retries, "flits_sent": len(sent), "hangs": hangs,
+        **score(frames, {port: beats for port, beats in output.items()
+                         if port.startswith("o_s")}),
+    }
+    if not result["bit_exact"]:
+        out["mismatch"] = first_mismatch(result)
+    return out
 
 
 def _worst_latency(result, streams):
