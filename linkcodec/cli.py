@@ -139,7 +139,7 @@ def cmd_sim(args):
 
 #: Options of ``linkcodec sim link`` alone.
 LINK_OPTIONS = ("codec", "streams", "flit_bytes", "link_bytes", "fixed_tables",
-                "inject_faults", "no_retry")
+                "inject_faults", "no_retry", "retry_depth", "ack_latency")
 
 
 def _sim_link(args):
@@ -148,6 +148,7 @@ def _sim_link(args):
     builds them for the codec's blocks."""
     from .rtl.link import LINK_CODECS, link_tables
     from .sim.blocks import get_block
+    from .rtl.link import DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH
     from .sim.link import run_link
 
     codec = args.codec or "qlc"
@@ -172,7 +173,9 @@ def _sim_link(args):
                       tables=link_tables(codec, code), tables_in_band=not args.fixed_tables,
                       idle="random" if args.idle is None else args.idle,
                       stall="random" if args.stall is None else args.stall, seed=args.seed,
-                      faults=_fault_count(args), retry=not args.no_retry)
+                      faults=_fault_count(args), retry=not args.no_retry,
+                      retry_depth=args.retry_depth or DEFAULT_RETRY_DEPTH,
+                      ack_latency=args.ack_latency or DEFAULT_ACK_LATENCY)
     report = {"block": "link", **result,
               "compressibility": round(1 - result["link_bytes"] / result["raw_bytes"], 6)
               if result["raw_bytes"] else 0.0,
@@ -180,7 +183,12 @@ def _sim_link(args):
               "files": [{"file": shard.file, "tensor": shard.tensor,
                          "symbols": int(shard.symbols.size)} for shard in shards]}
     exact = report["bit_exact"] and report.get("tx_bit_exact", True)
-    if "faults_injected" in report:
+    retried = "rx_model_exact" in report
+    if retried:
+        exact = (exact and report["rx_model_exact"] and not report["hangs"]
+                 and not report["frames_lost"] and not report["frames_duplicated"]
+                 and not report["symbols_wrong"])
+    elif "faults_injected" in report:
         exact = exact and report["rx_bit_exact"] and not report["hangs"]
     if args.json:
         print(json.dumps(report, indent=2))
@@ -200,7 +208,19 @@ def _sim_link(args):
         print(f"  latency {report['latency_cycles']} cycles (the longest a symbol took, no "
               f"stalls); bit-exact: {'yes' if exact else 'NO'} (LinkTx's flits "
               f"{'match' if report.get('tx_bit_exact') else 'DIFFER from'} the golden model's)")
-        if "faults_injected" in report:
+        if retried:
+            kinds = ", ".join(f"{kind} {counts['detected']}/{counts['injected']}"
+                              for kind, counts in report["faults"].items())
+            print(f"  faults (go-back-N retry, {report['retry_depth']} flits kept, ack "
+                  f"latency {report['ack_latency']}, return channel "
+                  f"{report['ack_delay']} cycles): {report['faults_injected']} injected, "
+                  f"{report['faults_detected']} detected ({kinds}); {report['retries']} "
+                  f"retries, {report['flits_sent']} flits sent; frames lost "
+                  f"{report['frames_lost']}, duplicated {report['frames_duplicated']}, "
+                  f"symbols wrong {report['symbols_wrong']}, hangs {report['hangs']}; "
+                  f"LinkRx took what a go-back-N receiver takes: "
+                  f"{'yes' if report['rx_model_exact'] else 'NO'}")
+        elif "faults_injected" in report:
             kinds = ", ".join(f"{kind} {counts['detected']}/{counts['injected']}"
                               for kind, counts in report["faults"].items())
             print(f"  faults (no retry): {report['faults_injected']} injected, "
@@ -213,17 +233,20 @@ def _sim_link(args):
 
 
 def _fault_count(args):
-    """``--inject-faults N`` (0 without), checked; faults need ``--no-retry``."""
+    """``--inject-faults N`` (0 without), checked, with the retry options."""
     if args.inject_faults is None:
-        if args.no_retry:
-            raise ValueError("--no-retry goes with --inject-faults N")
+        for name in ("no_retry", "retry_depth", "ack_latency"):
+            if getattr(args, name) is not None:
+                raise ValueError(f"--{name.replace('_', '-')} goes with --inject-faults N")
         return 0
     if args.inject_faults < 1:
         raise ValueError(f"--inject-faults takes a number of faults, 1 or more, not "
                          f"{args.inject_faults}")
-    if not args.no_retry:
-        raise ValueError("the link has no retry yet (issue 17): give --no-retry, and a "
-                         "flit whose CRC fails is dropped with its stream's error beat")
+    if args.no_retry:
+        for name in ("retry_depth", "ack_latency"):
+            if getattr(args, name) is not None:
+                raise ValueError(f"--{name.replace('_', '-')} is an option of the link "
+                                 f"with retry, not with --no-retry")
     return args.inject_faults
 
 
@@ -457,11 +480,18 @@ def build_parser():
                           "in band (see `linkcodec generate --fixed-tables`)")
     sim.add_argument("--inject-faults", type=int, default=None, metavar="N",
                      help="link only: N faults on the channel (bit flips, bursts, lost, "
-                          "duplicated and garbage flits, in turn; seeded by --seed), "
-                          "LinkRx run on what it gives; needs --no-retry for now")
+                          "duplicated and garbage flits, stalls of the return channel, "
+                          "in turn; seeded by --seed) on a link with go-back-N retry")
     sim.add_argument("--no-retry", action="store_true", default=None,
-                     help="link only: no retry: a flit that fails its CRC is dropped "
-                          "and its stream gets the error beat")
+                     help="link only, with --inject-faults: no retry: LinkRx alone on the "
+                          "spoilt flits; a flit that fails its CRC is dropped and its "
+                          "stream gets the error beat")
+    sim.add_argument("--retry-depth", type=int, default=None, metavar="FLITS",
+                     help="link only, with --inject-faults: flits LinkTx keeps for retry, "
+                          "a power of two to 128 (default 16)")
+    sim.add_argument("--ack-latency", type=int, default=None, metavar="CYCLES",
+                     help="link only, with --inject-faults: cycles LinkTx waits for an ack "
+                          "before it sends again (default 128)")
     sim.add_argument("--json", action="store_true", help="print JSON")
     sim.set_defaults(func=cmd_sim)
     sim.parse_known_args = _files_after_options(sim)

@@ -125,6 +125,13 @@ def add_link_arguments(parser):
                         help="link-tx and link-rx only: tables fixed at elaboration, no "
                              "tables in band (no i_table/o_table; table flits dropped): "
                              "smaller and faster where the code never changes")
+    parser.add_argument("--retry-depth", type=int, default=None, metavar="FLITS",
+                        help="link-tx and link-rx only: go-back-N retry with this many "
+                             "flits kept, a power of two to 128 (default 0: no retry; "
+                             "LinkTx gets i_ack, LinkRx o_ack)")
+    parser.add_argument("--ack-latency", type=int, default=None, metavar="CYCLES",
+                        help="link-tx only, with --retry-depth: cycles without an ack "
+                             "before LinkTx sends again (default 128)")
 
 
 def link_options(args):
@@ -133,15 +140,19 @@ def link_options(args):
     from .link_hardware import LINK_BLOCKS
 
     given = {"codec": args.codec, "streams": args.streams, "flit_bytes": args.flit_bytes,
-             "link_bytes": args.link_bytes, "fixed_tables": args.fixed_tables}
+             "link_bytes": args.link_bytes, "fixed_tables": args.fixed_tables,
+             "retry_depth": args.retry_depth, "ack_latency": args.ack_latency}
     blocks = getattr(args, "blocks", None) or [args.block]
     if not any(block in LINK_BLOCKS for block in blocks):
         for name, value in given.items():
             if value is not None:
                 raise ValueError(f"--{name.replace('_', '-')} is an option of link-tx and "
                                  f"link-rx only")
+    if args.ack_latency is not None and not args.retry_depth:
+        raise ValueError("--ack-latency goes with --retry-depth FLITS")
     defaults = {"codec": "qlc", "streams": 1, "flit_bytes": 256, "link_bytes": 64,
-                "fixed_tables": False}
+                "fixed_tables": False, "retry_depth": 0,
+                "ack_latency": None}
     options = {name: defaults[name] if value is None else value
                for name, value in given.items()}
     options["tables_in_band"] = not options.pop("fixed_tables")
@@ -256,17 +267,23 @@ def axi_port_tables():
 
 
 def generate_link(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
-                  tables_in_band=True, axi_stream=False, output):
+                  tables_in_band=True, retry_depth=0, ack_latency=None,
+                  axi_stream=False, output):
     """Write ``kind``'s Verilog and lint waivers into ``output``; return both paths."""
     from .link_hardware import link_component, link_module_name
     from .rtl.axi import AxiStreamWrapper
 
+    if axi_stream and retry_depth:
+        raise ValueError("--axi-stream and --retry-depth: the return channel (i_ack, o_ack) "
+                         "is a plain signal, not an AXI stream; generate without "
+                         "--axi-stream")
+    retry = {"retry_depth": retry_depth, "ack_latency": ack_latency}
     component = link_component(kind, codec=codec, streams=streams, lanes=lanes,
                                flit_bytes=flit_bytes, link_bytes=link_bytes,
-                               tables_in_band=tables_in_band)
+                               tables_in_band=tables_in_band, **retry)
     module = link_module_name(kind, codec=codec, streams=streams, lanes=lanes,
                               flit_bytes=flit_bytes, link_bytes=link_bytes,
-                              tables_in_band=tables_in_band)
+                              tables_in_band=tables_in_band, **retry)
     if axi_stream:
         # The link's blocks have no config port: tables come in band (LinkTx's i_table
         # stream) or are fixed at elaboration.

@@ -21,23 +21,26 @@ LINK_BLOCKS = ("link-tx", "link-rx")
 
 
 def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
-                   tables=None, tables_in_band=True):
+                   tables=None, tables_in_band=True, retry_depth=0, ack_latency=None):
     """``kind`` (``"link-tx"``, ``"link-rx"`` or ``"link-pair"``) built with these
-    parameters."""
-    from .rtl.link import LinkPair, LinkRx, LinkTx
+    parameters (``ack_latency`` None: the default)."""
+    from .rtl.link import DEFAULT_ACK_LATENCY, LinkPair, LinkRx, LinkTx
 
     classes = {"link-tx": LinkTx, "link-rx": LinkRx, "link-pair": LinkPair}
     if kind not in classes:
         raise ValueError(f"kind must be one of {', '.join(classes)}, not {kind!r}")
     return classes[kind](codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
-                         link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band)
+                         link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band,
+                         retry_depth=retry_depth,
+                         ack_latency=ack_latency or DEFAULT_ACK_LATENCY)
 
 
 def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
-                     link_bytes=64, tables_in_band=True):
+                     link_bytes=64, tables_in_band=True, retry_depth=0, ack_latency=None):
     """``linkcodec_link_tx_qlc_s16_l1``: what the module is, its codec, streams and lanes,
-    its flit and link word bytes where not the default (``_f64``, ``_w32``), and
-    ``_fixed`` for tables fixed at elaboration (no tables in band)."""
+    its flit and link word bytes where not the default (``_f64``, ``_w32``),
+    ``_fixed`` for tables fixed at elaboration (no tables in band), and ``_r16`` for
+    retry with 16 flits kept (``_a64`` an ack latency not the default)."""
     name = f"linkcodec_{kind.replace('-', '_')}_{codec}_s{streams}_l{lanes}"
     if flit_bytes != 256:
         name += f"_f{flit_bytes}"
@@ -45,6 +48,10 @@ def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         name += f"_w{link_bytes}"
     if not tables_in_band:
         name += "_fixed"
+    if retry_depth:
+        name += f"_r{retry_depth}"
+        if ack_latency is not None and kind != "link-rx":
+            name += f"_a{ack_latency}"
     return name
 
 
@@ -62,7 +69,8 @@ def link_sample(codec):
 
 
 def link_throughput(*, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
-                    tables_in_band=True, frames=None, build_root=None):
+                    tables_in_band=True, retry_depth=0, ack_latency=None, frames=None,
+                    build_root=None):
     """``linkcodec sim link``'s figures with no idle cycle and no backpressure, for
     ``frames`` dealt to the streams, or by default the bundled sample's step-3 tensors,
     one after another, cut into ``streams`` frames of equal size: every stream gets the
@@ -75,4 +83,5 @@ def link_throughput(*, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_byt
     return run_link(frames, codec=codec, streams=streams,
                     flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
                     tables_in_band=tables_in_band, idle="none", stall="none", seed=1,
-                    check_tx=False, build_root=build_root)
+                    check_tx=False, build_root=build_root, retry_depth=retry_depth,
+                    **({} if ack_latency is None else {"ack_latency": ack_latency}))

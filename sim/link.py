@@ -71,10 +71,14 @@ def flits_of_words(words, link_bytes, flit_bytes):
 def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
              tables=None, tables_in_band=True,
              idle="random", stall="random", seed=None, deal_frames=True, check_tx=True,
-             build_root=None, faults=0, retry=True, retry_depth=DEFAULT_RETRY_DEPTH,
+             build_root=None, faults=0, retry=True, retry_depth=None,
              ack_latency=DEFAULT_ACK_LATENCY, ack_delay=DEFAULT_ACK_DELAY):
     """Run ``frames`` (symbol arrays, dealt to the streams round robin; or ``(stream,
     symbols)`` pairs with ``deal_frames=False``) over the link; return the figures.
+
+    ``retry_depth`` (without faults; default 0) builds both ends with go-back-N retry (no
+    fault comes, so nothing is sent again): ``LinkTx``'s flits are then checked numbered
+    in order.
 
     Keys: ``codec``, ``streams``, ``lanes``, ``flit_bytes``, ``link_bytes`` (the bytes
     on the link: ``flits * flit_bytes``), ``link_word_bytes``, ``symbols``, ``cycles``,
@@ -114,18 +118,22 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
                          link_bytes=link_bytes, tables=tables,
                          tables_in_band=tables_in_band, idle=idle, stall=stall, seed=seed,
                          deal_frames=deal_frames, build_root=build_root, faults=faults,
-                         retry_depth=retry_depth, ack_latency=ack_latency,
-                         ack_delay=ack_delay)
+                         retry_depth=retry_depth or DEFAULT_RETRY_DEPTH,
+                         ack_latency=ack_latency, ack_delay=ack_delay)
     if faults and not check_tx:
         raise ValueError("faults go on LinkTx's flits as watched: check_tx=True")
     frames = deal(frames, streams) if deal_frames else list(frames)
+    retry_depth = 0 if faults else (retry_depth or 0)
     pair = LinkPair(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
-                    link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band)
+                    link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band,
+                    retry_depth=retry_depth, ack_latency=ack_latency)
     tables = pair.tx.tables
     fmt = pair.tx.format
     inputs, expected = link_io(fmt, frames)
     fixed = "" if tables_in_band else "_fixed"
     name = f"link_pair_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}{fixed}"
+    if retry_depth:
+        name += f"_r{retry_depth}_a{ack_latency}"
     pause = {"i_config": [{"addr": 0, "data": int(stall != "none")}]}
     result = run_beats(pair, inputs=inputs, expected=expected, idle=idle, stall=stall,
                        seed=seed, build_root=build_root, name=name, config=pause,
@@ -157,8 +165,10 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
         got = flits_of_words(result["watched"]["o"], link_bytes, flit_bytes)
         mine = {index: [] for index in range(streams)}
         for flit in got:
-            mine[FlitHeader.unpack(flit).stream].append(flit)
-        out["tx_bit_exact"] = mine == per_stream
+            mine[FlitHeader.unpack(flit).stream].append(
+                numbered(fmt, flit, 0) if fmt.sequence else flit)
+        out["tx_bit_exact"] = mine == per_stream and (not fmt.sequence or all(
+            flit_sequence(fmt, flit) == index % 256 for index, flit in enumerate(got)))
     if faults:
         out.update(_faulty_run(got, frames, fmt=fmt, tables=tables, count=faults,
                                link_bytes=link_bytes, idle=idle, stall=stall,
