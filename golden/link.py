@@ -469,6 +469,8 @@ def numbered(fmt, flit, sequence):
     if len(flit) != fmt.flit_bytes:
         raise ValueError(f"a flit of {fmt!r} is {fmt.flit_bytes} bytes, not {len(flit)}")
     sequence = as_index(sequence, "sequence")
+    if sequence < 0:
+        raise ValueError(f"a sequence number is 0 or more, not {sequence}")
     return seal(flit[:offset] + bytes([sequence & 0xFF]) + flit[offset + 1:])
 
 

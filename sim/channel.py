@@ -48,6 +48,21 @@ def _lfsr_next(state):
     return Mux(state[0], shifted ^ 0x80200003, shifted)
 
 
+def _first_allowed(kinds, after):
+    """The first kind allowed by the mask ``kinds`` after ``after`` (a kind's index,
+    or a signal of one), in turn (``after`` itself if it is the only one)."""
+    count = len(CHANNEL_FAULTS)
+    choice = after
+    for step in reversed(range(1, count + 1)):
+        if isinstance(after, int):
+            candidate = (after + step) % count
+        else:
+            raw = after + step
+            candidate = Mux(raw >= count, (raw - count)[:len(after)], raw[:len(after)])
+        choice = Mux(kinds.bit_select(candidate, 1), candidate, choice)
+    return choice
+
+
 class FaultChannel(wiring.Component):
     """See the module's docstring. Parameters: ``flit_bytes``, ``link_bytes``,
     ``ack_delay`` (cycles the return channel takes) and ``stall_cycles``."""
@@ -72,6 +87,7 @@ class FaultChannel(wiring.Component):
         row_width = max(1, (rows - 1).bit_length())
 
         lfsr = Signal(32, init=0xACE1ACE1)
+        turn = Signal(range(len(CHANNEL_FAULTS)))      # the kind of the next fault
         count = Signal(32)
         rate = Signal(5, init=3)
         kinds = Signal(len(CHANNEL_FAULTS), init=(1 << len(CHANNEL_FAULTS)) - 1)
@@ -87,7 +103,8 @@ class FaultChannel(wiring.Component):
                 with m.Case(CONFIG_RATE):
                     m.d.sync += rate.eq(value)
                 with m.Case(CONFIG_KINDS):
-                    m.d.sync += kinds.eq(value)
+                    m.d.sync += [kinds.eq(value),
+                                 turn.eq(_first_allowed(value, len(CHANNEL_FAULTS) - 1))]
 
         m.submodules.buffer = buffer = Memory(shape=row_bits, depth=2 * rows, init=[])
         write, read = buffer.write_port(), buffer.read_port(domain="comb")
@@ -96,7 +113,6 @@ class FaultChannel(wiring.Component):
         row_in, row_out = Signal(range(rows)), Signal(range(rows))
         flits_in = Signal(16)
         injected = Signal(32)
-        turn = Signal(range(len(CHANNEL_FAULTS)))
 
         # The fault of the flit coming in, decided at its first word.
         kind = Signal(3)                 # of the flit in hand; 7: none
@@ -126,7 +142,7 @@ class FaultChannel(wiring.Component):
         with m.If(taken & first):
             m.d.sync += kind.eq(7)
             with m.If(hit):
-                m.d.sync += [turn.eq(Mux(turn == len(CHANNEL_FAULTS) - 1, 0, turn + 1))]
+                m.d.sync += turn.eq(_first_allowed(kinds, turn))
                 with m.If(allowed):
                     m.d.comb += self.faults.valid.eq(1)
                     m.d.sync += [injected.eq(injected + 1), kind.eq(turn),

@@ -163,12 +163,7 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     if check_tx:
         # LinkTx's flits as they crossed the channel inside the pair, in the same run.
         got = flits_of_words(result["watched"]["o"], link_bytes, flit_bytes)
-        mine = {index: [] for index in range(streams)}
-        for flit in got:
-            mine[FlitHeader.unpack(flit).stream].append(
-                numbered(fmt, flit, 0) if fmt.sequence else flit)
-        out["tx_bit_exact"] = mine == per_stream and (not fmt.sequence or all(
-            flit_sequence(fmt, flit) == index % 256 for index, flit in enumerate(got)))
+        out["tx_bit_exact"] = _tx_exact(fmt, got, per_stream)
     if faults:
         out.update(_faulty_run(got, frames, fmt=fmt, tables=tables, count=faults,
                                link_bytes=link_bytes, idle=idle, stall=stall,
@@ -214,6 +209,23 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
             "crc_errors": spoilt, "rx_bit_exact": bool(result["bit_exact"])}
 
 
+def _tx_exact(fmt, flits, per_stream):
+    """Whether ``flits`` (as ``LinkTx`` sent them, in link order) are each stream's golden
+    flits (``per_stream``) in order, and with retry, each numbered with its place in link
+    order and sealed (:func:`~linkcodec.golden.link.numbered`)."""
+    taken = {stream: 0 for stream in per_stream}
+    for index, flit in enumerate(flits):
+        stream = FlitHeader.unpack(flit).stream
+        mine = per_stream.get(stream, [])
+        if taken.get(stream, 0) >= len(mine):
+            return False
+        want = mine[taken[stream]]
+        if flit != (numbered(fmt, want, index) if fmt.sequence else want):
+            return False
+        taken[stream] += 1
+    return all(taken[stream] == len(mine) for stream, mine in per_stream.items())
+
+
 def _rate(flits, count):
     """The channel's rate (a flit hit with a chance of 1 in ``2 ** rate``) that puts
     ``count`` faults on about half of ``flits`` first sendings."""
@@ -243,7 +255,9 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
     ``rx_model_exact`` (``LinkRx`` gave exactly the frames of the flits that a go-back-N
     receiver, modelled from the flits it got, takes), ``tx_bit_exact`` (each flit sent
     first is the golden writer's, numbered in order, and each sent again is the same
-    flit). ``kinds`` (names of CHANNEL_FAULTS) limits the faults to some kinds.
+    flit), ``latency_cycles`` (a second run, with no fault, idle cycle or backpressure:
+    the channel's two flits included). ``kinds`` (names of CHANNEL_FAULTS) limits the
+    faults to some kinds.
     """
     from .channel import (CHANNEL_FAULTS, CONFIG_COUNT, CONFIG_KINDS, CONFIG_RATE,
                           CONFIG_SEED, FaultyLink, fault_layout)
@@ -279,15 +293,11 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
             f"_a{ack_latency}_c{ack_delay}{fixed}")
     word = link.tx.o.payload.shape()
     watch = {"sent": word, "received": word, "faults": fault_layout}
-    hangs = 0
-    try:
-        result = run_beats(link, inputs=inputs, expected=expected, idle=idle, stall=stall,
-                           seed=seed, build_root=build_root, name=name, config=config,
-                           watch=watch)
-        output = result["output"]
-        hangs = int(any(len(output[port]) < len(beats) for port, beats in expected.items()))
-    except RuntimeError:
-        raise
+    result = run_beats(link, inputs=inputs, expected=expected, idle=idle, stall=stall,
+                       seed=seed, build_root=build_root, name=name, config=config,
+                       watch=watch)
+    output = result["output"]
+    hangs = int(any(len(output[port]) < len(beats) for port, beats in expected.items()))
     sent = flits_of_words(result["watched"]["sent"], link_bytes, flit_bytes)
     received = flits_of_words(result["watched"]["received"], link_bytes, flit_bytes)
     log = result["watched"]["faults"]
@@ -305,14 +315,7 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
         else:
             index = max(k for k in range(len(first)) if k % 256 == number)
             same &= first[index] == flit
-    mine = {index: [] for index in range(streams)}
-    for flit in first:
-        header = FlitHeader.unpack(flit)
-        if not header.table:
-            mine[header.stream].append(numbered(fmt, flit, 0))
-    tx_exact = (same and mine == per_stream
-                and all(flit_sequence(fmt, flit) == index % 256
-                        for index, flit in enumerate(first)))
+    tx_exact = same and _tx_exact(fmt, first, per_stream)
 
     # A go-back-N receiver on what the channel gave.
     taken, took = [], []
@@ -372,6 +375,12 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
     }
     if not result["bit_exact"]:
         out["mismatch"] = first_mismatch(result)
+    # The latency with retry and the channel's two flits, and no fault, idle or stall.
+    quiet = {"i_config": [{**write, "data": 0} if write["addr"] == CONFIG_COUNT else write
+                          for write in config["i_config"]]}
+    out["latency_cycles"] = _worst_latency(run_beats(
+        link, inputs=inputs, expected=expected, idle="none", stall="none", seed=seed,
+        build_root=build_root, name=name, config=quiet), streams)
     return out
 
 

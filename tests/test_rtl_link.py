@@ -565,7 +565,6 @@ def test_parameters(options, message):
 
 def test_sim_link_refuses_what_the_hardware_lacks(capsys, tmp_path):
     for argv, message in (
-            (["--inject-faults", "3"], "no retry yet .*: give --no-retry"),
             (["--no-retry"], "--no-retry goes with --inject-faults N"),
             (["--inject-faults", "0", "--no-retry"], "1 or more, not 0")):
         assert main(["sim", "link", *argv, str(FILES[0])]) == 2
