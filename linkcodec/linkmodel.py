@@ -330,6 +330,14 @@ def _as_figures(figures):
 _SLACK = 1e-9
 
 
+#: Cycles RetryTx adds to a flit's last word (rtl/retry.py: buffer write, read, output
+#: queue), and the link word of the hardware the retry figures take (its default, 64
+#: bytes). At 256-byte flits the link's latency grows by RETRY_TX_CYCLES + 4 + 1 = 9
+#: cycles: measured, 645 to 654 (run_link on the same frames, retry_depth 0 and 4).
+RETRY_TX_CYCLES = 4
+RETRY_WORD_BYTES = 64
+
+
 def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, codec="qlc",
                streams=1, lanes=None, flit_bytes=DEFAULT_FLIT_BYTES, figures=None):
     """What a link gains: a dict of every input and figure of the answer.
@@ -381,6 +389,18 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
     cycle_ns = 1e3 / clock_mhz
     latency_ns = (stream.latency_cycles + fill_cycles) * cycle_ns + serialisation_ns
 
+    # Retry (go-back-N, rtl/retry.py), at the link hardware's 64-byte word: RetryTx
+    # and RetryRx each hold a flit until it is whole (LinkTx's words come a few cycles
+    # apart, RetryTx sends them back to back): RETRY_TX_CYCLES + a flit's words + 1,
+    # as measured at 256-byte flits; a flit sent again pays the round trip:
+    # RetryRx's nak (1 cycle), RetryTx sees it (1), finishes the flit it is sending (up
+    # to a flit's words), reads the buffer and queues (3), and the flit crosses the wire
+    # again, checked whole.
+    words = flit_bytes // RETRY_WORD_BYTES
+    retry_cycles = RETRY_TX_CYCLES + words + 1
+    round_trip_cycles = 1 + 1 + words + 3
+    round_trip_ns = round_trip_cycles * cycle_ns + serialisation_ns
+
     raw_gbps = effective * raw_bits / 1e9
     # What the same wire carries in raw flits, uncoded: the body's whole symbols.
     body_bytes = LinkFormat(codec, flit_bytes=flit_bytes).body_bytes
@@ -416,6 +436,10 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
             "serialisation_cycles": serialisation_ns / cycle_ns,
             "total_ns": latency_ns,
             "total_cycles": latency_ns / cycle_ns,
+            "retry_cycles": retry_cycles,
+            "with_retry_ns": latency_ns + retry_cycles * cycle_ns,
+            "retry_round_trip_cycles": round_trip_cycles,
+            "retry_round_trip_ns": round_trip_ns,
         },
         "above_fmax": clock_mhz > stream.fmax_mhz,
         "parts": [part._asdict() for part in stream.parts],
@@ -476,6 +500,14 @@ def format_answer(answer, sample=None):
                  f"{lat['symbols_per_flit']:,.0f} {unit} of a flit coded before it goes) + "
                  f"serialisation {lat['serialisation_ns']:,.2f} ns (one flit on the wire, "
                  f"checked whole); not counted: PHY, flight time, queueing")
+    lines.append(
+        f"with retry (go-back-N): {lat['with_retry_ns']:,.1f} ns, {lat['retry_cycles']} "
+        f"cycles more (RetryTx and RetryRx each hold a flit until it is whole: "
+        f"{RETRY_TX_CYCLES} + a flit's words + 1); a flit sent again pays the retry round trip: "
+        f"{lat['retry_round_trip_cycles']} cycles + serialisation = "
+        f"{lat['retry_round_trip_ns']:,.1f} ns (nak, the flit being sent finished, the "
+        f"buffer read, the flit on the wire again; not counted: the return channel's "
+        f"flight)")
     if a["above_fmax"] and hardware:
         lines.append(f"note: {a['clock_mhz']:g} MHz is above the Fmax the ECP5 flow reached "
                      f"for the link hardware, {a['stream_fmax_mhz']:g} MHz; the figures assume "

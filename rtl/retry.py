@@ -95,9 +95,10 @@ class RetryTx(_RetryEnd):
     ``o`` (the numbered flits, as ``i``), ``i_ack`` (:data:`ack_layout`, the return
     channel, sampled every cycle).
 
-    Throughput: a word a cycle in and out. Latency: a word is written in the cycle it
-    is taken and read out the next (block RAM), then passes an output queue: 3 cycles
-    when idle. Backpressure on ``o`` fills the queue and holds the sending; ``i.ready``
+    Throughput: a word a cycle in and out. Latency: a flit is sent once its last word is
+    in the buffer; that word is written in the cycle it is taken, read the next (block
+    RAM) and passes an output queue: 4 cycles when idle (the flit's first word waits for
+    its last). Backpressure on ``o`` fills the queue and holds the sending; ``i.ready``
     falls while the buffer holds ``depth`` flits not yet acked, and depends on nothing
     else (not on ``i.payload`` or ``o.ready``). Bad input: an ack whose ``next`` is not
     of a flit sent and not yet acked is ignored. Reset empties the buffer and starts
@@ -215,7 +216,8 @@ class RetryRx(_RetryEnd):
     (:data:`ack_layout`, a register).
 
     Throughput: a word a cycle. Latency: a flit is passed on once its last word is in and
-    checked: its first word leaves ``flit_bytes / link_bytes`` cycles after it came (the
+    checked: its first word leaves ``flit_bytes / link_bytes`` cycles after it came, its
+    last word one cycle after it came (the
     buffer holds two flits, so the next comes in while one goes out). ``o_ack`` changes
     the cycle after a flit's last word. Backpressure on ``o`` fills both flits, then
     ``i.ready`` falls; ``i.ready`` depends on neither ``i.payload`` nor ``o.ready``.

@@ -10,7 +10,8 @@ from amaranth.hdl import Fragment
 from linkcodec import linkmodel
 from linkcodec.bundled import bundled_bf16_files, bundled_files
 from linkcodec.golden.formats import FormatError
-from linkcodec.linkmodel import (MEASURED, Part, StreamFigures, figures_for, link_model,
+from linkcodec.linkmodel import (MEASURED, Part, StreamFigures, figures_for, format_answer,
+                                 link_model,
                                  measure_link, stream_figures)
 from linkcodec.sim.blocks import BLOCKS
 
@@ -232,3 +233,21 @@ def test_the_bundled_default():
     assert sample.stats.table_flits == 4
     assert sample.stats.coded_bytes < sample.stats.link_bytes < sample.stats.raw_bytes
     assert "bundled bf16 sample" in sample.source
+
+
+def test_retry_latency_is_counted():
+    """``linkcodec link`` adds retry to the latency: RetryTx's 4 cycles and RetryRx's flit
+    (its words at the 64-byte link word, and 1) to every flit, and the round trip (nak, notice,
+    a flit finished, the read, the flit again on the wire) to a flit sent again."""
+    figures = StreamFigures(symbols_per_cycle=1.0, latency_cycles=10, fmax_mhz=200.0)
+    for flit_bytes, words in ((64, 1), (256, 4)):
+        answer = link_model(gbps=512, clock_mhz=500, link_bytes_per_symbol=0.5,
+                            raw_bytes_per_symbol=1, flit_bytes=flit_bytes, figures=figures)
+        latency = answer["latency"]
+        assert latency["retry_cycles"] == 5 + words
+        assert latency["with_retry_ns"] == pytest.approx(latency["total_ns"]
+                                                         + (5 + words) * 2)
+        assert latency["retry_round_trip_cycles"] == 5 + words
+        assert latency["retry_round_trip_ns"] == pytest.approx(
+            (5 + words) * 2 + 8 * flit_bytes / 512)
+        assert "a flit sent again pays the retry round trip" in format_answer(answer)

@@ -120,7 +120,7 @@ def test_retry_ports_and_boundaries():
 
 # -- hardware --------------------------------------------------------------------------
 
-@pytest.mark.xdist_group("link-retry-qlc")
+@pytest.mark.slow
 def test_pair_with_retry_numbers_its_flits(seed):
     """LinkTx with retry sends the golden writer's flits, each numbered with its place in
     link order and its CRC mended (checked byte for byte, CRC field included, at a
@@ -133,7 +133,6 @@ def test_pair_with_retry_numbers_its_flits(seed):
     assert result["flits"] > 256                        # the numbers wrap
 
 
-@pytest.mark.xdist_group("link-retry-qlc")
 def test_retry_survives_every_fault(seed):
     """With retry, faults of every kind (spoilt, lost, repeated and garbage flits, a
     stalled return channel) cost nothing: every frame out whole and once, bit-exact, no
@@ -152,7 +151,7 @@ def test_retry_survives_every_fault(seed):
     assert result["retries"] >= 6 and result["flits_sent"] > result["flits"]
 
 
-@pytest.mark.xdist_group("link-retry-qlc")
+@pytest.mark.slow
 @pytest.mark.parametrize("kinds", [("drop",), ("duplicate",), ("stall",)])
 def test_retry_each_fault_alone(seed, kinds):
     """Faults of one kind at a time, many: a lost flit is sent again (the next one's
@@ -171,9 +170,11 @@ def test_retry_each_fault_alone(seed, kinds):
         assert result["retries"] >= 1, result
 
 
-def test_sim_link_with_retry_command(capsys):
+def test_sim_link_with_retry_command(capsys, monkeypatch):
     """``linkcodec sim link --inject-faults N`` runs the link with retry and reports the
-    issue's keys; the options are checked."""
+    issue's keys, with the retry options passed on. At 64-byte flits on a 64-byte link
+    word (a flit a word), over 256 flits: the sequence numbers wrap, and each flit sent
+    first is the golden one with its number (``tx_bit_exact``)."""
     from linkcodec.sim import link
 
     whole = link.retry_run
@@ -181,23 +182,23 @@ def test_sim_link_with_retry_command(capsys):
 
     def short(frames, **options):
         seen.update(options)
-        return whole([frame[:2000] for frame in frames], **options)
+        return whole([frame[:5000] for frame in frames], **options)
 
-    link.retry_run, saved = short, link.retry_run
-    try:
-        code = main(["sim", "link", "--codec", "qlc", "--streams", "2", "--json",
-                     "--inject-faults", "12", "--retry-depth", "16", "--ack-latency", "128",
-                     "--seed", "3", *map(str, FILES)])
-    finally:
-        link.retry_run = saved
+    monkeypatch.setattr(link, "retry_run", short)
+    code = main(["sim", "link", "--codec", "qlc", "--streams", "2", "--json",
+                 "--flit-bytes", "64", "--link-bytes", "64", "--inject-faults", "24",
+                 "--retry-depth", "32", "--ack-latency", "100", *map(str, FILES)])
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report
-    assert seen["retry_depth"] == 16 and seen["ack_latency"] == 128
+    assert seen["retry_depth"] == 32 and seen["ack_latency"] == 100
     for key in ("faults_injected", "faults_detected", "retries", "hangs", "frames_lost",
                 "frames_duplicated", "symbols_wrong", "latency_cycles"):
         assert key in report, key
-    assert report["faults_injected"] == 12 == report["faults_detected"]
-    assert report["bit_exact"] and report["hangs"] == 0 and report["seed"] == 3
+    assert report["flits"] > 256, report["flits"]
+    assert report["faults_injected"] == 24 == report["faults_detected"], report["seed"]
+    assert report["bit_exact"] and report["tx_bit_exact"] and report["rx_model_exact"]
+    assert (report["frames_lost"], report["frames_duplicated"], report["symbols_wrong"],
+            report["hangs"]) == (0, 0, 0, 0), report["seed"]
 
 
 def test_sim_link_refuses_bad_retry_options(capsys):
