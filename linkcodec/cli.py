@@ -168,13 +168,14 @@ def _sim_link(args):
     shards = _read_frames(block, args.files)
     arrays = [shard.symbols for shard in shards]
     code, described = _sim_tables(block, args, arrays)
+    faults = _fault_count(args)
     result = run_link(arrays, codec=codec, streams=args.streams or 1, lanes=lanes,
                       flit_bytes=args.flit_bytes or 256, link_bytes=args.link_bytes or 64,
                       tables=link_tables(codec, code), tables_in_band=not args.fixed_tables,
                       idle="random" if args.idle is None else args.idle,
                       stall="random" if args.stall is None else args.stall, seed=args.seed,
-                      faults=_fault_count(args), retry=not args.no_retry,
-                      retry_depth=args.retry_depth or DEFAULT_RETRY_DEPTH,
+                      faults=faults, retry=not args.no_retry,
+                      retry_depth=(args.retry_depth or DEFAULT_RETRY_DEPTH) if faults else 0,
                       ack_latency=args.ack_latency or DEFAULT_ACK_LATENCY)
     report = {"block": "link", **result,
               "compressibility": round(1 - result["link_bytes"] / result["raw_bytes"], 6)
