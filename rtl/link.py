@@ -846,7 +846,12 @@ class LinkTx(_LinkBlock):
     the codec's default), ``tables_in_band`` (default ``True``; ``False``: the tables
     are fixed at elaboration, there is no ``i_table`` or ``o_table``, no table unit and
     no loader, and synthesis folds every table into constants: less area and a faster
-    clock, for a link whose code never changes).
+    clock, for a link whose code never changes), ``retry_depth`` (default 0: no retry;
+    else go-back-N with that many flits kept, one of
+    :data:`~linkcodec.rtl.retry.RETRY_DEPTHS`: each flit numbered, and an ``i_ack``
+    port for ``LinkRx``'s ``o_ack``, see :mod:`linkcodec.rtl.retry`) and
+    ``ack_latency`` (with retry: cycles without an ack, while flits are out, before it
+    sends again from the oldest; default 128).
 
     Ports: ``i_s0`` .. ``i_s{streams-1}`` (:func:`symbol_layout` beats of 1 lane, 16-bit
     bf16 values for the exponent codec, frames ended by ``last``), ``o`` (:func:`word_layout` of ``8 * link_bytes`` bits: ``data``
@@ -866,7 +871,8 @@ class LinkTx(_LinkBlock):
     symbols, plus the encoder's latency, the chunk's head queue and write register (3
     cycles), the flit's finish (1), the flit's rows up to the symbol's word (up to
     ``flit_bytes / 16``), and the link side's pipeline (the CRC's stage included) and
-    output queue (7);
+    output queue (7); with retry, :class:`~linkcodec.rtl.retry.RetryTx` holds a flit until
+    its last word is in and adds 4 cycles to that word;
     ``linkcodec sim link`` measures it. Backpressure on ``o`` fills the output queue and
     holds the link side; each stream then fills its two flits and its chunk queue, and its
     ``i.ready`` falls.
@@ -1655,10 +1661,14 @@ class _RxStream(wiring.Component):
 class LinkRx(_LinkBlock):
     """Link words in, ``streams`` symbol streams out (see the module's docstring).
 
-    Parameters as :class:`LinkTx`'s. Ports: ``i`` (the link words, as
-    :class:`LinkTx`'s ``o``; ``last`` is not read: a flit is ``flit_bytes /
-    link_bytes`` words), ``o_s0`` .. ``o_s{streams-1}`` (:func:`symbol_layout` beats of
-    1 lane with ``error``). Table flits load the decoders' tables (the module's
+    Parameters as :class:`LinkTx`'s (``ack_latency`` is the sender's alone). Ports: ``i``
+    (the link words, as :class:`LinkTx`'s ``o``; ``last`` is not read: a flit is
+    ``flit_bytes / link_bytes`` words), ``o_s0`` .. ``o_s{streams-1}``
+    (:func:`symbol_layout` beats of 1 lane with ``error``), and with retry ``o_ack``
+    (:data:`~linkcodec.rtl.retry.ack_layout`, for ``LinkTx``'s ``i_ack``: with retry,
+    :class:`~linkcodec.rtl.retry.RetryRx` takes each whole flit first and passes on only
+    those whose CRC holds and whose number is the next, a flit's words later; a flit it
+    drops gives no error beat: it comes again). Table flits load the decoders' tables (the module's
     docstring); with ``tables_in_band=False`` they are dropped, and every coded flit is
     decoded with the elaboration tables, whichever bank it names.
 

@@ -10,9 +10,11 @@ spoilt sequence (``rtl/link.py``): a flit whose CRC fails gives its stream the e
 beat (the stream its header names, if any), the others decode as sent.
 :func:`score` counts what the user lost against what went in.
 
-A stalled return channel is a fault of the retry protocol, which the link does not have
-yet; nor does it number its flits, so a lost or a duplicated flit passes unseen (its
-frame's symbols are short or repeated): :func:`score` counts them.
+This is the channel of a link without retry, which does not number its flits: a lost or
+a duplicated flit passes unseen (its frame's symbols are short or repeated), and
+:func:`score` counts what that costs. A link with retry runs through
+:mod:`linkcodec.sim.channel` instead, which injects the faults in hardware, a stalled
+return channel among them.
 """
 
 from typing import NamedTuple

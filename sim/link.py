@@ -7,7 +7,9 @@ ends against what went in. In the same run it watches the channel between them a
 ``LinkTx``'s flits, stream by stream, byte for byte against the golden
 :class:`~linkcodec.golden.link.FlitWriter`'s (the order in which the streams' flits share
 the link depends on timing; each stream's own flits do not). The figures it returns are
-those ``linkcodec sim link`` prints.
+those ``linkcodec sim link`` prints. :func:`retry_run` runs the link with go-back-N retry
+through a channel that injects faults (:mod:`linkcodec.sim.channel`), and scores what
+arrives, what was sent again and what the receiver took.
 """
 
 import numpy as np
