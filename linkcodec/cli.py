@@ -209,28 +209,28 @@ def _sim_link(args):
         print(f"  latency {report['latency_cycles']} cycles (the longest a symbol took, no "
               f"stalls); bit-exact: {'yes' if exact else 'NO'} (LinkTx's flits "
               f"{'match' if report.get('tx_bit_exact') else 'DIFFER from'} the golden model's)")
-        if retried:
-            kinds = ", ".join(f"{kind} {counts['detected']}/{counts['injected']}"
-                              for kind, counts in report["faults"].items())
-            print(f"  faults (go-back-N retry, {report['retry_depth']} flits kept, ack "
-                  f"latency {report['ack_latency']}, return channel "
-                  f"{report['ack_delay']} cycles): {report['faults_injected']} injected, "
-                  f"{report['faults_detected']} detected ({kinds}); {report['retries']} "
-                  f"retries, {report['flits_sent']} flits sent; frames lost "
-                  f"{report['frames_lost']}, duplicated {report['frames_duplicated']}, "
-                  f"symbols wrong {report['symbols_wrong']}, hangs {report['hangs']}; "
-                  f"LinkRx took what a go-back-N receiver takes: "
-                  f"{'yes' if report['rx_model_exact'] else 'NO'}")
-        elif "faults_injected" in report:
-            kinds = ", ".join(f"{kind} {counts['detected']}/{counts['injected']}"
-                              for kind, counts in report["faults"].items())
-            print(f"  faults (no retry): {report['faults_injected']} injected, "
-                  f"{report['faults_detected']} detected ({kinds}); frames lost "
-                  f"{report['frames_lost']}, duplicated {report['frames_duplicated']}, "
-                  f"symbols wrong {report['symbols_wrong']}, hangs {report['hangs']}; "
-                  f"LinkRx as the model of a receiver without retry: "
-                  f"{'yes' if report['rx_bit_exact'] else 'NO'}")
+        if "faults_injected" in report:
+            print(_fault_line(report, retried))
     return 0 if exact else 1
+
+
+def _fault_line(report, retried):
+    """The line ``linkcodec sim link`` prints of a run with faults."""
+    kinds = ", ".join(f"{kind} {counts['detected']}/{counts['injected']}"
+                      for kind, counts in report["faults"].items())
+    found = (f"{report['faults_injected']} injected, {report['faults_detected']} detected "
+             f"({kinds}); ")
+    cost = (f"frames lost {report['frames_lost']}, duplicated "
+            f"{report['frames_duplicated']}, symbols wrong {report['symbols_wrong']}, hangs "
+            f"{report['hangs']}; ")
+    if retried:
+        return (f"  faults (go-back-N retry, {report['retry_depth']} flits kept, ack latency "
+                f"{report['ack_latency']}, return channel {report['ack_delay']} cycles): "
+                f"{found}{report['retries']} retries, {report['flits_sent']} flits sent; "
+                f"{cost}LinkRx took what a go-back-N receiver takes: "
+                f"{'yes' if report['rx_model_exact'] else 'NO'}")
+    return (f"  faults (no retry): {found}{cost}LinkRx as the model of a receiver without "
+            f"retry: {'yes' if report['rx_bit_exact'] else 'NO'}")
 
 
 def _fault_count(args):

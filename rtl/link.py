@@ -107,13 +107,13 @@ from .exponent import ExponentRemapDecoder, ExponentRemapEncoder
 from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
 from .bitpack import RegisterSlice, mux_tree
 from .payload import config_write_layout, symbol_layout, word_layout
-from .retry import RETRY_DEPTHS, RetryRx, RetryTx, ack_layout
+from .retry import RETRY_DEPTHS, RetryRx, RetryTx, ack_layout, check_ack_latency
 from .table import config_listener
 from .table_loader import IMAGE_BYTES, TableLoader, image_byte_layout, loader_write_layout
 
 __all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "DEFAULT_RETRY_DEPTH",
            "DEFAULT_ACK_LATENCY", "LINK_WORD_WIDTH", "LinkTx", "LinkRx", "LinkPair",
-           "link_tables"]
+           "link_tables", "pair_members", "connect_pair"]
 
 #: Codecs the link hardware carries.
 LINK_CODECS = ("qlc", "huffman", "exponent")
@@ -231,10 +231,7 @@ class _Params:
         if retry_depth != 0 and retry_depth not in RETRY_DEPTHS:
             raise ValueError(f"retry_depth must be 0 (no retry) or one of "
                              f"{', '.join(map(str, RETRY_DEPTHS))} flits, not {retry_depth!r}")
-        if (not isinstance(ack_latency, int) or isinstance(ack_latency, bool)
-                or not 1 <= ack_latency < 1 << 16):
-            raise ValueError(f"ack_latency must be 1 to 65535 cycles, not {ack_latency!r}")
-        self.retry_depth, self.ack_latency = retry_depth, ack_latency
+        self.retry_depth, self.ack_latency = retry_depth, check_ack_latency(ack_latency)
         self.fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes,
                               sequence=retry_depth != 0)
         if (not isinstance(link_bytes, int) or isinstance(link_bytes, bool)
@@ -1874,15 +1871,8 @@ class LinkPair(wiring.Component):
             self._MustUse__silence = True
             raise
         self.rx = LinkRx(**params)
-        members = {"i_config": In(stream.Signature(
-            config_write_layout(addr_width=1, data_width=1)))}
-        for name, member in self.tx.signature.members.items():
-            if name not in ("o", "i_ack"):
-                members[name] = member
-        for name, member in self.rx.signature.members.items():
-            if name not in ("i", "o_ack"):
-                members[name] = member
-        super().__init__(members)
+        super().__init__({"i_config": In(stream.Signature(
+            config_write_layout(addr_width=1, data_width=1))), **pair_members(self.tx, self.rx)})
 
     def elaborate(self, platform):
         m = Module()
@@ -1904,12 +1894,27 @@ class LinkPair(wiring.Component):
             m.d.sync += full.eq(0)
         with m.If(self.tx.o.valid & self.tx.o.ready):
             m.d.sync += [full.eq(1), held.eq(self.tx.o.payload)]
-        for name in self.signature.members:
-            if name == "i_config":
-                continue
-            block = self.tx if name in self.tx.signature.members else self.rx
-            if name.startswith("i_"):
-                wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(block, name))
-            else:
-                wiring.connect(m, getattr(block, name), wiring.flipped(getattr(self, name)))
+        connect_pair(m, self, self.tx, self.rx)
         return m
+
+
+def pair_members(tx, rx):
+    """The ports of a design in which ``tx`` (a :class:`LinkTx`) drives ``rx`` (a
+    :class:`LinkRx`) over a channel of its own: every port of each but their link sides
+    (``o``, ``i``) and return channel (``i_ack``, ``o_ack``)."""
+    members = {name: member for name, member in tx.signature.members.items()
+               if name not in ("o", "i_ack")}
+    members.update({name: member for name, member in rx.signature.members.items()
+                    if name not in ("i", "o_ack")})
+    return members
+
+
+def connect_pair(m, pair, tx, rx):
+    """Connect the ports of ``pair`` that :func:`pair_members` gave it to ``tx``'s and
+    ``rx``'s, in ``m``."""
+    for name in pair_members(tx, rx):
+        block = tx if name in tx.signature.members else rx
+        if name.startswith("i_"):
+            wiring.connect(m, wiring.flipped(getattr(pair, name)), getattr(block, name))
+        else:
+            wiring.connect(m, getattr(block, name), wiring.flipped(getattr(pair, name)))

@@ -24,9 +24,8 @@ is retrained); a sender reset alone would find its flits refused until the recei
 reset too.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -35,21 +34,30 @@ from ..golden.link import FLIT_BYTES, SEQUENCE_BYTES
 from . import crc
 from .payload import word_layout
 
-__all__ = ["ack_layout", "RetryTx", "RetryRx", "RETRY_DEPTHS", "SEQUENCE_MODULUS"]
+__all__ = ["ack_layout", "RetryTx", "RetryRx", "RETRY_DEPTHS", "check_ack_latency",
+           "sequence_position"]
 
 #: The receiver's state on the return channel: ``next`` (the sequence number it expects)
 #: and ``naks`` (steps once for each loss it has seen).
 ack_layout = data.StructLayout({"next": 8, "naks": 2})
 
-#: Sequence numbers count modulo this.
-SEQUENCE_MODULUS = 256
-
-#: Retry buffer depths (flits) a sender may have: a power of two below half the modulus,
-#: so that an ack's ``next`` is never ambiguous.
+#: Retry buffer depths (flits) a sender may have: a power of two to 128, half the
+#: sequence numbers' modulus (256), so that an ack's ``next`` is never ambiguous.
 RETRY_DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128)
 
-#: Link words the sender's output queue holds.
-_OUT_DEPTH = 4
+def check_ack_latency(ack_latency):
+    """``ack_latency`` if it is a number of cycles a sender may wait: 1 to 65535."""
+    if (not isinstance(ack_latency, int) or isinstance(ack_latency, bool)
+            or not 1 <= ack_latency < 1 << 16):
+        raise ValueError(f"ack_latency must be 1 to 65535 cycles, not {ack_latency!r}")
+    return ack_latency
+
+
+def _check_depth(depth):
+    if depth not in RETRY_DEPTHS:
+        raise ValueError(f"depth must be one of {', '.join(map(str, RETRY_DEPTHS))} flits, "
+                         f"not {depth!r}")
+    return depth
 
 
 def _check_shape(flit_bytes, link_bytes):
@@ -72,11 +80,20 @@ def sequence_position(flit_bytes, link_bytes, crc_bytes):
 
 class _RetryEnd(wiring.Component):
     def __init__(self, members, *, flit_bytes, link_bytes, crc_bytes):
-        _check_shape(flit_bytes, link_bytes)
+        self._checked(_check_shape, flit_bytes, link_bytes)
         self.flit_bytes, self.link_bytes, self.crc_bytes = flit_bytes, link_bytes, crc_bytes
         self.rows = flit_bytes // link_bytes
         self.row_bits = 8 * link_bytes
         super().__init__(members)
+
+    def _checked(self, check, *args):
+        """``check(*args)``; a component refused is not an unused one (Amaranth warns of
+        those)."""
+        try:
+            return check(*args)
+        except (TypeError, ValueError):
+            self._MustUse__silence = True
+            raise
 
     def _row_address(self, row, slot):
         return Cat(row, slot) if self.rows > 1 else slot
@@ -96,23 +113,18 @@ class RetryTx(_RetryEnd):
     channel, sampled every cycle).
 
     Throughput: a word a cycle in and out. Latency: a flit is sent once its last word is
-    in the buffer; that word is written in the cycle it is taken, read the next (block
-    RAM) and passes an output queue: 4 cycles when idle (the flit's first word waits for
-    its last). Backpressure on ``o`` fills the queue and holds the sending; ``i.ready``
-    falls while the buffer holds ``depth`` flits not yet acked, and depends on nothing
-    else (not on ``i.payload`` or ``o.ready``). Bad input: an ack whose ``next`` is not
+    in the buffer; that word is written in the cycle it is taken and read the next
+    (block RAM, whose read register is ``o``'s): out 2 cycles after it came, when idle
+    (the flit's first word waits for its last). Backpressure on ``o`` holds the read
+    register and the sending; ``i.ready`` falls while the buffer holds ``depth`` flits
+    not yet acked, and depends on nothing else (not on ``i.payload`` or ``o.ready``). Bad input: an ack whose ``next`` is not
     of a flit sent and not yet acked is ignored. Reset empties the buffer and starts
     again at sequence number 0 (reset the receiver with it).
     """
 
     def __init__(self, *, flit_bytes, link_bytes, crc_bytes, depth, ack_latency):
-        if depth not in RETRY_DEPTHS:
-            raise ValueError(f"depth must be one of {', '.join(map(str, RETRY_DEPTHS))} "
-                             f"flits, not {depth!r}")
-        if (not isinstance(ack_latency, int) or isinstance(ack_latency, bool)
-                or not 1 <= ack_latency < 1 << 16):
-            raise ValueError(f"ack_latency must be 1 to 65535 cycles, not {ack_latency!r}")
-        self.depth, self.ack_latency = depth, ack_latency
+        self.depth = self._checked(_check_depth, depth)
+        self.ack_latency = self._checked(check_ack_latency, ack_latency)
         row_bits = 8 * link_bytes
         super().__init__({
             "i": In(stream.Signature(word_layout(row_bits))),
@@ -176,33 +188,28 @@ class RetryTx(_RetryEnd):
         with m.If(ack.naks != naks_seen):
             m.d.sync += rewind.eq(1)
 
-        # Out: a word read a cycle into a small queue, whose places are counted.
-        m.submodules.out = out = SyncFIFOBuffered(width=row_bits + 1, depth=_OUT_DEPTH)
-        pending = Signal(range(_OUT_DEPTH + 1))
+        # Out: the buffer's read port is the output register. It reads the next word when
+        # the word in it is taken (or there is none), and holds it otherwise.
+        valid, last = Signal(), Signal()
+        advance = ~valid | self.o.ready
         issue = Signal()
-        issued = Signal()
-        issued_last = Signal()
         # ``send`` is behind ``base`` when acks came for flits sent before a rewind.
         behind = Signal()
         m.d.comb += behind.eq((send - base)[:8] > held)
         with m.If(boundary & (rewind | behind)):
             m.d.comb += rewound.eq(1)
             m.d.sync += [send.eq(Mux(acked, ack.next, base)), rewind.eq(0)]
-        with m.Elif((send != head) & (pending < _OUT_DEPTH)):
+        with m.Elif((send != head) & advance):
             m.d.comb += issue.eq(1)
             m.d.sync += row_out.eq(Mux(row_out == rows - 1, 0, row_out + 1))
             with m.If(row_out == rows - 1):
                 m.d.sync += send.eq(send + 1)
         m.d.comb += [read.addr.eq(self._row_address(row_out, send[:slot_bits])),
-                     read.en.eq(issue)]
-        m.d.sync += [issued.eq(issue), issued_last.eq(row_out == rows - 1)]
-        m.d.sync += pending.eq(pending + issue - (self.o.valid & self.o.ready))
-        m.d.comb += [
-            out.w_data.eq(Cat(issued_last, read.data)), out.w_en.eq(issued),
-            self.o.valid.eq(out.r_rdy), out.r_en.eq(self.o.ready),
-            self.o.payload.data.eq(out.r_data[1:]), self.o.payload.last.eq(out.r_data[0]),
-            self.o.payload.bits.eq(row_bits),
-        ]
+                     read.en.eq(advance)]
+        with m.If(advance):
+            m.d.sync += [valid.eq(issue), last.eq(row_out == rows - 1)]
+        m.d.comb += [self.o.valid.eq(valid), self.o.payload.data.eq(read.data),
+                     self.o.payload.last.eq(last), self.o.payload.bits.eq(row_bits)]
         return m
 
 

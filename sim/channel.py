@@ -13,7 +13,8 @@ testbench to watch. Faults in flight when the link goes back N are injected agai
 flits sent again, as a channel would.
 
 The channel keeps two flits (one comes in while the other goes out): a flit leaves
-``flit_bytes / link_bytes`` cycles after it came.
+``flit_bytes / link_bytes`` cycles after it came. A reset empties it; its config, its
+generator and the count of faults injected outlive a reset.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -21,6 +22,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..rtl.link import LinkRx, LinkTx, connect_pair, pair_members
 from ..rtl.payload import config_write_layout, word_layout
 from ..rtl.retry import ack_layout
 
@@ -86,11 +88,13 @@ class FaultChannel(wiring.Component):
         rows, row_bits = self.rows, self.row_bits
         row_width = max(1, (rows - 1).bit_length())
 
-        lfsr = Signal(32, init=0xACE1ACE1)
-        turn = Signal(range(len(CHANNEL_FAULTS)))      # the kind of the next fault
-        count = Signal(32)
-        rate = Signal(5, init=3)
-        kinds = Signal(len(CHANNEL_FAULTS), init=(1 << len(CHANNEL_FAULTS)) - 1)
+        # The config and the faults' count outlive a reset (of the link under test).
+        lfsr = Signal(32, init=0xACE1ACE1, reset_less=True)
+        turn = Signal(range(len(CHANNEL_FAULTS)), reset_less=True)   # the next fault's kind
+        count = Signal(32, reset_less=True)
+        rate = Signal(5, init=3, reset_less=True)
+        kinds = Signal(len(CHANNEL_FAULTS), init=(1 << len(CHANNEL_FAULTS)) - 1,
+                       reset_less=True)
         m.d.comb += self.i_config.ready.eq(1)
         m.d.sync += lfsr.eq(_lfsr_next(lfsr))
         with m.If(self.i_config.valid):
@@ -112,7 +116,7 @@ class FaultChannel(wiring.Component):
         copies = [Signal(2, name=f"copies{n}") for n in range(2)]   # sends left a slot
         row_in, row_out = Signal(range(rows)), Signal(range(rows))
         flits_in = Signal(16)
-        injected = Signal(32)
+        injected = Signal(32, reset_less=True)
 
         # The fault of the flit coming in, decided at its first word.
         kind = Signal(3)                 # of the flit in hand; 7: none
@@ -225,7 +229,6 @@ class FaultyLink(wiring.Component):
     ``LinkRx``) and ``faults`` (the channel's log)."""
 
     def __init__(self, *, ack_delay=16, stall_cycles=300, **params):
-        from ..rtl.link import LinkRx, LinkTx
         if not params.get("retry_depth"):
             raise ValueError("a faulty link runs with retry: give retry_depth")
         try:
@@ -237,15 +240,8 @@ class FaultyLink(wiring.Component):
         self.channel = FaultChannel(flit_bytes=params.get("flit_bytes", 256),
                                     link_bytes=self.tx.link_bytes, ack_delay=ack_delay,
                                     stall_cycles=stall_cycles)
-        members = {"i_config": In(stream.Signature(
-            config_write_layout(addr_width=2, data_width=32)))}
-        for name, member in self.tx.signature.members.items():
-            if name not in ("o", "i_ack"):
-                members[name] = member
-        for name, member in self.rx.signature.members.items():
-            if name not in ("i", "o_ack"):
-                members[name] = member
-        super().__init__(members)
+        super().__init__({"i_config": In(stream.Signature(
+            config_write_layout(addr_width=2, data_width=32))), **pair_members(self.tx, self.rx)})
 
     def elaborate(self, platform):
         m = Module()
@@ -267,12 +263,5 @@ class FaultyLink(wiring.Component):
         m.d.comb += [valid.eq(channel.faults.valid), ready.eq(1),
                      payload.eq(channel.faults.payload), channel.faults.ready.eq(ready)]
         m.d.comb += [channel.i_ack.eq(rx.o_ack), tx.i_ack.eq(channel.o_ack)]
-        for name in self.signature.members:
-            if name == "i_config":
-                continue
-            block = tx if name in tx.signature.members else rx
-            if name.startswith("i_"):
-                wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(block, name))
-            else:
-                wiring.connect(m, getattr(block, name), wiring.flipped(getattr(self, name)))
+        connect_pair(m, self, tx, rx)
         return m

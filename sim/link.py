@@ -14,8 +14,7 @@ arrives, what was sent again and what the receiver took.
 
 import numpy as np
 
-from ..golden.link import (FlitHeader, FlitWriter, LinkFormat, deal, flit_sequence,
-                           link_stats, numbered)
+from ..golden.link import FlitHeader, FlitWriter, deal, flit_sequence, link_stats, numbered
 from ..rtl.link import (DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH, LinkPair, LinkRx,
                         link_tables)
 from .beats import decoder_beats, symbol_beats
@@ -147,21 +146,9 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     stats = link_stats(fmt, table_flits + data_flits, frames, tables)
     out = {
         "codec": codec, "streams": streams, "lanes": 1, "flit_bytes": flit_bytes,
-        "tables_in_band": tables_in_band,
-        "link_word_bytes": link_bytes,
-        "symbols": stats.symbols, "cycles": result["cycles"],
-        "symbols_per_cycle": round(stats.symbols / result["cycles"], 4)
-        if result["cycles"] else 0.0,
-        "flits": stats.flits, "raw_flits": stats.raw_flits,
-        "table_flits": stats.table_flits, "link_bytes": stats.link_bytes,
-        "raw_bytes": stats.raw_bytes, "coded_bytes": stats.coded_bytes,
-        "link_bytes_per_symbol": round(stats.link_bytes / stats.symbols, 4)
-        if stats.symbols else 0.0,
-        "bit_exact": result["bit_exact"],
-        "seed": result["seed"],
+        "tables_in_band": tables_in_band, "link_word_bytes": link_bytes,
+        **_figures(stats, result),
     }
-    if not result["bit_exact"]:
-        out["mismatch"] = first_mismatch(result)
     if check_tx:
         # LinkTx's flits as they crossed the channel inside the pair, in the same run.
         got = flits_of_words(result["watched"]["o"], link_bytes, flit_bytes)
@@ -209,6 +196,25 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
     return {"faults_injected": len(injected), "faults_detected": detected,
             "faults": kinds, "retries": 0, "hangs": hangs, **score(frames, output),
             "crc_errors": spoilt, "rx_bit_exact": bool(result["bit_exact"])}
+
+
+def _figures(stats, result):
+    """The keys every run of the link gives: its flits' :class:`LinkStats` and the run's
+    cycles, bit-exactness and seed (and where it first went wrong, if it did)."""
+    figures = {
+        "symbols": stats.symbols, "cycles": result["cycles"],
+        "symbols_per_cycle": round(stats.symbols / result["cycles"], 4)
+        if result["cycles"] else 0.0,
+        "flits": stats.flits, "raw_flits": stats.raw_flits,
+        "table_flits": stats.table_flits, "link_bytes": stats.link_bytes,
+        "raw_bytes": stats.raw_bytes, "coded_bytes": stats.coded_bytes,
+        "link_bytes_per_symbol": round(stats.link_bytes / stats.symbols, 4)
+        if stats.symbols else 0.0,
+        "bit_exact": result["bit_exact"], "seed": result["seed"],
+    }
+    if not result["bit_exact"]:
+        figures["mismatch"] = first_mismatch(result)
+    return figures
 
 
 def _tx_exact(fmt, flits, per_stream):
@@ -359,24 +365,14 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
         "codec": codec, "streams": streams, "lanes": 1, "flit_bytes": flit_bytes,
         "tables_in_band": tables_in_band, "link_word_bytes": link_bytes,
         "retry_depth": retry_depth, "ack_latency": ack_latency, "ack_delay": ack_delay,
-        "symbols": stats.symbols, "cycles": result["cycles"],
-        "symbols_per_cycle": round(stats.symbols / result["cycles"], 4)
-        if result["cycles"] else 0.0,
-        "flits": stats.flits, "raw_flits": stats.raw_flits,
-        "table_flits": stats.table_flits, "link_bytes": stats.link_bytes,
-        "raw_bytes": stats.raw_bytes, "coded_bytes": stats.coded_bytes,
-        "link_bytes_per_symbol": round(stats.link_bytes / stats.symbols, 4)
-        if stats.symbols else 0.0,
-        "bit_exact": result["bit_exact"], "tx_bit_exact": tx_exact,
-        "rx_model_exact": rx_model_exact, "seed": result["seed"],
+        **_figures(stats, result), "tx_bit_exact": tx_exact,
+        "rx_model_exact": rx_model_exact,
         "faults_injected": sum(kind["injected"] for kind in counts.values()),
         "faults_detected": sum(kind["detected"] for kind in counts.values()),
         "faults": counts, "retries": retries, "flits_sent": len(sent), "hangs": hangs,
         **score(frames, {port: beats for port, beats in output.items()
                          if port.startswith("o_s")}),
     }
-    if not result["bit_exact"]:
-        out["mismatch"] = first_mismatch(result)
     # The latency with retry and the channel's two flits, and no fault, idle or stall.
     quiet = {"i_config": [{**write, "data": 0} if write["addr"] == CONFIG_COUNT else write
                           for write in config["i_config"]]}

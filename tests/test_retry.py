@@ -10,16 +10,33 @@ import pytest
 
 from linkcodec.bundled import bundled_files
 from linkcodec.cli import main
-from linkcodec.golden.link import (FlitError, FlitHeader, FlitReader, FlitWriter, LinkFormat,
+from linkcodec.golden.link import (FlitError, FlitHeader, FlitReader, LinkFormat, deal,
                                    flit_sequence, flits_from_frames, frames_from_flits,
                                    numbered, seal)
-from linkcodec.rtl.link import LinkRx, LinkTx
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from linkcodec.rtl.link import LinkRx, LinkTx, link_tables
+from linkcodec.rtl.payload import word_layout
 from linkcodec.rtl.retry import RetryRx, RetryTx
-from linkcodec.sim.channel import CHANNEL_FAULTS
+from linkcodec.sim.channel import (CHANNEL_FAULTS, CONFIG_COUNT, CONFIG_KINDS, CONFIG_RATE,
+                                   CONFIG_SEED, FaultyLink)
 from linkcodec.sim.faults import crc_good
-from linkcodec.sim.link import retry_run, run_link
+from linkcodec.sim.harness import first_mismatch, run_beats
+from linkcodec.sim.blocks import get_block
+from linkcodec.sim.link import flits_of_words, link_io, retry_run, run_link, words_of_flits
 
 FILES = [path for path in bundled_files(kind="ffn1_act", layers=[0])]
+
+
+def _cli_tables():
+    """The tables ``linkcodec sim link`` fits on FILES, so that the tests here and the
+    command share one build of the faulty link."""
+    block = get_block("qlc-encoder")
+    arrays = [np.load(path).reshape(-1) for path in FILES]
+    tables, _ = block.sim_tables(arrays, {name: None for name in block.sim_options})
+    return link_tables("qlc", tables)
 
 
 def _frames(seed, sizes=(0, 1, 700, 2600, 300, 4000)):
@@ -133,6 +150,7 @@ def test_pair_with_retry_numbers_its_flits(seed):
     assert result["flits"] > 256                        # the numbers wrap
 
 
+@pytest.mark.xdist_group("link-retry-qlc")
 def test_retry_survives_every_fault(seed):
     """With retry, faults of every kind (spoilt, lost, repeated and garbage flits, a
     stalled return channel) cost nothing: every frame out whole and once, bit-exact, no
@@ -140,7 +158,7 @@ def test_retry_survives_every_fault(seed):
     of what it got; every flit sent again was the same flit."""
     frames = _frames(seed)
     result = retry_run(frames, codec="qlc", streams=2, faults=36, seed=seed,
-                       retry_depth=16, ack_latency=128)
+                       retry_depth=16, ack_latency=128, tables=_cli_tables())
     assert result["bit_exact"] and result["tx_bit_exact"], result["seed"]
     assert result["rx_model_exact"], result["seed"]
     assert result["faults_injected"] == 36, result
@@ -149,6 +167,31 @@ def test_retry_survives_every_fault(seed):
     assert (result["frames_lost"], result["frames_duplicated"], result["symbols_wrong"],
             result["hangs"]) == (0, 0, 0, 0), result
     assert result["retries"] >= 6 and result["flits_sent"] > result["flits"]
+
+
+@pytest.mark.xdist_group("link-retry-qlc")
+def test_retry_survives_a_reset_in_mid_stream(seed):
+    """Both ends (and the channel's flits) reset together in mid-stream, faults of every
+    kind before and after: what went in after the reset comes out whole, once, in
+    order. (The build of test_retry_survives_every_fault.)"""
+    link = FaultyLink(codec="qlc", streams=2, retry_depth=16, ack_latency=128,
+                      tables=_cli_tables())
+    fmt = link.tx.format
+    frames = deal(_frames(seed), 2)
+    inputs, expected = link_io(fmt, frames)
+    tensor = np.load(FILES[1]).reshape(-1)
+    early, _ = link_io(fmt, [(0, tensor[:5000]), (1, tensor[5000:10000])])
+    config = {"i_config": [{"addr": CONFIG_SEED, "data": seed or 1},
+                           {"addr": CONFIG_COUNT, "data": 40},
+                           {"addr": CONFIG_RATE, "data": 1},
+                           {"addr": CONFIG_KINDS, "data": (1 << len(CHANNEL_FAULTS)) - 1}]}
+    result = run_beats(link, inputs=inputs, expected=expected, idle="random",
+                       stall="random", name="link_retry_qlc_s2_f256_w64_d16_a128_c16",
+                       config=config, seed=seed, before_reset=(early, 1500),
+                       watch={"faults": link.channel.faults.payload.shape()})
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+    assert sum(result["taken_before_reset"].values()) > 0
+    assert len(result["watched"]["faults"]) > 0, result["seed"]
 
 
 @pytest.mark.slow
@@ -170,11 +213,11 @@ def test_retry_each_fault_alone(seed, kinds):
         assert result["retries"] >= 1, result
 
 
+@pytest.mark.xdist_group("link-retry-qlc")
 def test_sim_link_with_retry_command(capsys, monkeypatch):
     """``linkcodec sim link --inject-faults N`` runs the link with retry and reports the
-    issue's keys, with the retry options passed on. At 64-byte flits on a 64-byte link
-    word (a flit a word), over 256 flits: the sequence numbers wrap, and each flit sent
-    first is the golden one with its number (``tx_bit_exact``)."""
+    issue's keys, with the retry options passed on (each file's first 3,000 symbols: the
+    build of the tests above)."""
     from linkcodec.sim import link
 
     whole = link.retry_run
@@ -182,23 +225,60 @@ def test_sim_link_with_retry_command(capsys, monkeypatch):
 
     def short(frames, **options):
         seen.update(options)
-        return whole([frame[:5000] for frame in frames], **options)
+        return whole([frame[:3000] for frame in frames], **options)
 
     monkeypatch.setattr(link, "retry_run", short)
     code = main(["sim", "link", "--codec", "qlc", "--streams", "2", "--json",
-                 "--flit-bytes", "64", "--link-bytes", "64", "--inject-faults", "24",
-                 "--retry-depth", "32", "--ack-latency", "100", *map(str, FILES)])
+                 "--inject-faults", "24", "--retry-depth", "16", "--ack-latency", "128",
+                 *map(str, FILES)])
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report
-    assert seen["retry_depth"] == 32 and seen["ack_latency"] == 100
+    assert seen["retry_depth"] == 16 and seen["ack_latency"] == 128
     for key in ("faults_injected", "faults_detected", "retries", "hangs", "frames_lost",
                 "frames_duplicated", "symbols_wrong", "latency_cycles"):
         assert key in report, key
-    assert report["flits"] > 256, report["flits"]
     assert report["faults_injected"] == 24 == report["faults_detected"], report["seed"]
     assert report["bit_exact"] and report["tx_bit_exact"] and report["rx_model_exact"]
     assert (report["frames_lost"], report["frames_duplicated"], report["symbols_wrong"],
             report["hangs"]) == (0, 0, 0, 0), report["seed"]
+
+
+class _RetryPair(wiring.Component):
+    """RetryTx driving RetryRx directly, its acks back: words in, words out."""
+
+    def __init__(self, flit_bytes, link_bytes, crc_bytes, depth):
+        self.tx = RetryTx(flit_bytes=flit_bytes, link_bytes=link_bytes, crc_bytes=crc_bytes,
+                          depth=depth, ack_latency=64)
+        self.rx = RetryRx(flit_bytes=flit_bytes, link_bytes=link_bytes, crc_bytes=crc_bytes)
+        layout = word_layout(8 * link_bytes)
+        super().__init__({"i": In(stream.Signature(layout)),
+                          "o": Out(stream.Signature(layout))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.tx, m.submodules.rx = self.tx, self.rx
+        wiring.connect(m, wiring.flipped(self.i), self.tx.i)
+        wiring.connect(m, self.tx.o, self.rx.i)
+        wiring.connect(m, self.rx.o, wiring.flipped(self.o))
+        m.d.comb += self.tx.i_ack.eq(self.rx.o_ack)
+        return m
+
+
+def test_retry_blocks_drive_each_other(seed):
+    """RetryTx drives RetryRx directly: 600 flits (64 bytes, a word each; their numbers
+    wrap twice) come out in order, each numbered with its place and sealed, under idle
+    cycles and backpressure, with a buffer of 2 flits (the sender waits for acks)."""
+    fmt = LinkFormat("qlc", flit_bytes=64, sequence=True)
+    rng = np.random.default_rng(seed)
+    flits = [seal(rng.integers(0, 256, 61, dtype=np.uint8).tobytes() + bytes(3))
+             for _ in range(600)]
+    want = [numbered(fmt, flit, index) for index, flit in enumerate(flits)]
+    pair = _RetryPair(64, 64, fmt.crc_bytes, 2)
+    result = run_beats(pair, inputs={"i": words_of_flits(flits, 64)},
+                       expected={"o": words_of_flits(want, 64)}, idle="random",
+                       stall="random", seed=seed, name="retry_pair_f64_w64_d2")
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+    assert flits_of_words(result["output"]["o"], 64, 64) == want
 
 
 def test_sim_link_refuses_bad_retry_options(capsys):
