@@ -330,11 +330,10 @@ def _as_figures(figures):
 _SLACK = 1e-9
 
 
-#: Cycles RetryTx adds to a flit's last word (rtl/retry.py: buffer write, read, output
-#: queue), and the link word of the hardware the retry figures take (its default, 64
-#: bytes). At 256-byte flits the link's latency grows by RETRY_TX_CYCLES + 4 + 1 = 9
-#: cycles: measured, 645 to 654 (run_link on the same frames, retry_depth 0 and 4).
-RETRY_TX_CYCLES = 4
+#: Cycles RetryTx adds to a flit's last word (rtl/retry.py: buffer write, read), and the link word of the hardware the retry figures take (its default, 64
+#: bytes). At 256-byte flits the link's latency grows by RETRY_TX_CYCLES + 4 + 1 = 7
+#: cycles: measured, 645 to 652 (run_link on the same frames, retry_depth 0 and 4).
+RETRY_TX_CYCLES = 2
 RETRY_WORD_BYTES = 64
 
 
@@ -394,11 +393,11 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
     # apart, RetryTx sends them back to back): RETRY_TX_CYCLES + a flit's words + 1,
     # as measured at 256-byte flits; a flit sent again pays the round trip:
     # RetryRx's nak (1 cycle), RetryTx sees it (1), finishes the flit it is sending (up
-    # to a flit's words), reads the buffer and queues (3), and the flit crosses the wire
-    # again, checked whole.
+    # to a flit's words), goes back (1) and reads the buffer (1), and the flit crosses
+    # the wire again, checked whole.
     words = flit_bytes // RETRY_WORD_BYTES
     retry_cycles = RETRY_TX_CYCLES + words + 1
-    round_trip_cycles = 1 + 1 + words + 3
+    round_trip_cycles = 1 + 1 + words + 1 + 1
     round_trip_ns = round_trip_cycles * cycle_ns + serialisation_ns
 
     raw_gbps = effective * raw_bits / 1e9

@@ -236,7 +236,7 @@ def test_the_bundled_default():
 
 
 def test_retry_latency_is_counted():
-    """``linkcodec link`` adds retry to the latency: RetryTx's 4 cycles and RetryRx's flit
+    """``linkcodec link`` adds retry to the latency: RetryTx's 2 cycles and RetryRx's flit
     (its words at the 64-byte link word, and 1) to every flit, and the round trip (nak, notice,
     a flit finished, the read, the flit again on the wire) to a flit sent again."""
     figures = StreamFigures(symbols_per_cycle=1.0, latency_cycles=10, fmax_mhz=200.0)
@@ -244,10 +244,10 @@ def test_retry_latency_is_counted():
         answer = link_model(gbps=512, clock_mhz=500, link_bytes_per_symbol=0.5,
                             raw_bytes_per_symbol=1, flit_bytes=flit_bytes, figures=figures)
         latency = answer["latency"]
-        assert latency["retry_cycles"] == 5 + words
+        assert latency["retry_cycles"] == 3 + words
         assert latency["with_retry_ns"] == pytest.approx(latency["total_ns"]
-                                                         + (5 + words) * 2)
-        assert latency["retry_round_trip_cycles"] == 5 + words
+                                                         + (3 + words) * 2)
+        assert latency["retry_round_trip_cycles"] == 4 + words
         assert latency["retry_round_trip_ns"] == pytest.approx(
-            (5 + words) * 2 + 8 * flit_bytes / 512)
+            (4 + words) * 2 + 8 * flit_bytes / 512)
         assert "a flit sent again pays the retry round trip" in format_answer(answer)
