@@ -233,6 +233,14 @@ class _Harness(Elaboratable):
     def _quiet(self, m, port):
         m.d.comb += port.valid.eq(0)
 
+    def _free_ports(self, m, blocks, names):
+        """Drive the plain (not stream) input ports ``names`` of each of ``blocks`` from
+        one free value each, any value any cycle (a return channel, say)."""
+        for name in names:
+            free = self._free(m, len(Value.cast(getattr(blocks[0], name))), name)
+            for block in blocks:
+                m.d.comb += Value.cast(getattr(block, name)).eq(free)
+
     def _output_rules(self, m, port, name, *, ready=None):
         """Assert the stream rules on the block's output ``port``; its ready is free
         (or ``ready``). Returns the transfer."""
@@ -289,16 +297,21 @@ class _BlockHarness(_Harness):
 class StreamRules(_BlockHarness):
     """The output stream rules, no output before an input, and no more frame ends out
     than frames in, for ``block`` (a component with stream ports; ``config_ports`` are
-    held idle, so the tables stay as they were at reset). Covers: a frame end goes out on
-    each output, and (``error`` set) one with ``error``."""
+    held idle, so the tables stay as they were at reset; ``free_ports``, plain input
+    ports, take any value any cycle). Covers: a frame end goes out on each output, and
+    (``error`` set) one with ``error``. ``frames=False``: a block that may send a frame
+    more than once (a sender with retry): no frame count."""
 
-    def __init__(self, block, *, config_ports=(), count_width=5):
+    def __init__(self, block, *, config_ports=(), count_width=5, free_ports=(),
+                 frames=True):
         super().__init__(block, config_ports)
         self.count_width = count_width
+        self.free_ports, self.frames = tuple(free_ports), frames
 
     def elaborate(self, platform):
         m = Module()
         block, inputs, outputs = self._setup(m)
+        self._free_ports(m, [block], self.free_ports)
         took_any = Signal()
         transfers = {name: self._drive_input(m, getattr(block, name), name)
                      for name in inputs}
@@ -318,10 +331,11 @@ class StreamRules(_BlockHarness):
             transfer = self._output_rules(m, port, name)
             m.d.comb += Assert(~port.valid | took_any,
                                f"{name}: valid rose before any input since reset")
-            ended = _count(m, transfer & port.payload.last, self.count_width,
-                           f"{name}_frames_ended")
-            m.d.comb += Assert(ended <= started,
-                               f"{name}: more frame ends out than frames in")
+            if self.frames:
+                ended = _count(m, transfer & port.payload.last, self.count_width,
+                               f"{name}_frames_ended")
+                m.d.comb += Assert(ended <= started,
+                                   f"{name}: more frame ends out than frames in")
             m.d.comb += Cover(transfer & port.payload.last)
             if hasattr(port.payload, "error"):
                 m.d.comb += Cover(transfer & port.payload.last & port.payload.error)
@@ -334,16 +348,17 @@ class ReadyMiter(_Harness):
     first cycle they differ an input's ready that differs between the copies followed
     the output's ready combinationally: asserted never to happen."""
 
-    def __init__(self, a, b, *, config_ports=()):
+    def __init__(self, a, b, *, config_ports=(), free_ports=()):
         super().__init__()
         self.a, self.b = a, b
-        self.config_ports = tuple(config_ports)
+        self.config_ports, self.free_ports = tuple(config_ports), tuple(free_ports)
 
     def elaborate(self, platform):
         m = Module()
         self._domain(m)
         m.submodules.a = a = self.a
         m.submodules.b = b = self.b
+        self._free_ports(m, [a, b], self.free_ports)
         inputs, outputs = stream_ports(a, self.config_ports)
         for name in self.config_ports:
             self._quiet(m, getattr(a, name))
