@@ -117,9 +117,10 @@ class RetryTx(_RetryEnd):
     (block RAM, whose read register is ``o``'s): out 2 cycles after it came, when idle
     (the flit's first word waits for its last). Backpressure on ``o`` holds the read
     register and the sending; ``i.ready`` falls while the buffer holds ``depth`` flits
-    not yet acked, and depends on nothing else (not on ``i.payload`` or ``o.ready``). Bad input: an ack whose ``next`` is not
-    of a flit sent and not yet acked is ignored. Reset empties the buffer and starts
-    again at sequence number 0 (reset the receiver with it).
+    not yet acked (or a flit being sent again, acked meanwhile, still has its place),
+    and depends on nothing else (not on ``i.payload`` or ``o.ready``). Bad input: an ack
+    whose ``next`` is not of a flit sent and not yet acked is ignored. Reset empties the
+    buffer and starts again at sequence number 0 (reset the receiver with it).
     """
 
     def __init__(self, *, flit_bytes, link_bytes, crc_bytes, depth, ack_latency):
@@ -144,6 +145,12 @@ class RetryTx(_RetryEnd):
         send = Signal(8)       # the next flit sent
         held = Signal(8)
         m.d.comb += held.eq(head - base)
+        # ``send`` is behind ``base`` when acks came for flits sent before a rewind: the
+        # flit it reads is acked, but its place must not be written until it is out.
+        behind = Signal()
+        room = Signal(8)
+        m.d.comb += [behind.eq((send - base)[:8] > held),
+                     room.eq(Mux(behind, head - send, held))]
 
         # In: each word into the buffer; the last word gets the sequence number and the
         # CRC of its half mended.
@@ -155,7 +162,7 @@ class RetryTx(_RetryEnd):
                              | crc.crc_field([crc.byte_contribution(head, offset)]))
         taken = self.i.valid & self.i.ready
         m.d.comb += [
-            self.i.ready.eq(held < depth),
+            self.i.ready.eq(room < depth),
             write.addr.eq(self._row_address(row_in, head[:slot_bits])),
             write.data.eq(self.i.payload.data ^ Mux(last_in, patch, 0)),
             write.en.eq(taken),
@@ -193,9 +200,6 @@ class RetryTx(_RetryEnd):
         valid, last = Signal(), Signal()
         advance = ~valid | self.o.ready
         issue = Signal()
-        # ``send`` is behind ``base`` when acks came for flits sent before a rewind.
-        behind = Signal()
-        m.d.comb += behind.eq((send - base)[:8] > held)
         with m.If(boundary & (rewind | behind)):
             m.d.comb += rewound.eq(1)
             m.d.sync += [send.eq(Mux(acked, ack.next, base)), rewind.eq(0)]

@@ -254,7 +254,8 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
     The keys of :func:`run_link`, and: ``retry_depth``, ``ack_latency``, ``ack_delay``,
     ``faults_injected``, ``faults`` (per kind of
     :data:`~linkcodec.sim.channel.CHANNEL_FAULTS`: injected and detected; a spoilt flit
-    is detected when ``LinkRx`` refuses it, a lost one when it is sent again, a repeated
+    is detected when ``LinkRx`` refuses it, a lost one when it is sent again (or was a
+    copy sent again of a flit ``LinkRx`` had taken already), a repeated
     one when at most one of its copies is taken, a stall of the return channel when the
     link goes on to the end without a hang), ``faults_detected`` (their sum),
     ``retries`` (the times the sender went back), ``flits_sent`` (sendings, again
@@ -311,19 +312,22 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
     log = result["watched"]["faults"]
 
     # The sender: first sendings numbered in order, each sent again the same flit.
-    first, retries, same = [], 0, True
+    first, retries, differ, places = [], 0, [], []
     previous = None
-    for flit in sent:
+    for sending, flit in enumerate(sent):
         number = flit_sequence(fmt, flit)
         if previous is not None and number != (previous + 1) % 256:
             retries += 1
         previous = number
         if number == len(first) % 256:
+            places.append(len(first))
             first.append(flit)
         else:
             index = max(k for k in range(len(first)) if k % 256 == number)
-            same &= first[index] == flit
-    tx_exact = same and _tx_exact(fmt, first, per_stream)
+            places.append(index)
+            if first[index] != flit:
+                differ.append(sending)
+    tx_exact = not differ and _tx_exact(fmt, first, per_stream)
 
     # A go-back-N receiver on what the channel gave.
     taken, took = [], []
@@ -355,8 +359,11 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
             elif kind == "duplicate":
                 found = sum(took[position:position + 2]) <= 1
             elif kind == "drop":
-                number = flit_sequence(fmt, flit)
-                found = any(flit_sequence(fmt, later) == number for later in sent[index + 1:])
+                # Needed (the receiver had not taken it yet) and so sent again, or a copy
+                # the receiver had taken already.
+                found = (sum(took[:position]) > places[index]
+                         or any(places[later] == places[index]
+                                for later in range(index + 1, len(sent))))
             else:
                 found = not hangs
             counts[kind]["detected"] += int(found)
@@ -366,7 +373,7 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
         "tables_in_band": tables_in_band, "link_word_bytes": link_bytes,
         "retry_depth": retry_depth, "ack_latency": ack_latency, "ack_delay": ack_delay,
         **_figures(stats, result), "tx_bit_exact": tx_exact,
-        "rx_model_exact": rx_model_exact,
+        "tx_sent_again_differ": differ[:10], "rx_model_exact": rx_model_exact,
         "faults_injected": sum(kind["injected"] for kind in counts.values()),
         "faults_detected": sum(kind["detected"] for kind in counts.values()),
         "faults": counts, "retries": retries, "flits_sent": len(sent), "hangs": hangs,
