@@ -324,3 +324,28 @@ def test_retry_blocks_keep_the_stream_rules(kind, tmp_path):
     result = run_sby(ReadyMiter(a[index], b[index], free_ports=free), tmp_path / "miter",
                      depth=12)
     assert result.passed, result.log[-3000:]
+
+
+@pytest.mark.parametrize("kind", ["link-tx", "link-rx"])
+def test_generate_with_retry_lints_clean(kind, tmp_path, capsys):
+    """``linkcodec generate link-tx|link-rx --retry-depth D [--ack-latency C]`` writes
+    Verilog with the return channel's port that Verilator's lint passes; module names
+    say the retry (``_r16``, and the sender's ``_a100``); the options are checked."""
+    from test_generate import lint
+
+    assert main(["generate", kind, "--retry-depth", "16", "--ack-latency", "100", "-o",
+                 str(tmp_path)]) == 0
+    module = (f"linkcodec_{kind.replace('-', '_')}_qlc_s1_l1_r16"
+              + ("_a100" if kind == "link-tx" else ""))
+    assert capsys.readouterr().out.split() == [str(tmp_path / f"{module}.v"),
+                                               str(tmp_path / f"{module}.vlt")]
+    result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
+    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
+    port = "input [9:0] i_ack;" if kind == "link-tx" else "output [9:0] o_ack;"
+    assert port in (tmp_path / f"{module}.v").read_text()
+    for argv, message in (
+            (["--retry-depth", "16", "--axi-stream"], "the return channel .* is a plain"),
+            (["--ack-latency", "9"], "--ack-latency goes with --retry-depth FLITS"),
+            (["--retry-depth", "3"], "retry_depth must be 0 .no retry. or one of")):
+        assert main(["generate", kind, *argv, "-o", str(tmp_path)]) == 2, argv
+        assert re.search(message, capsys.readouterr().err), argv
