@@ -113,7 +113,7 @@ from .table_loader import IMAGE_BYTES, TableLoader, image_byte_layout, loader_wr
 
 __all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "DEFAULT_RETRY_DEPTH",
            "DEFAULT_ACK_LATENCY", "LINK_WORD_WIDTH", "LinkTx", "LinkRx", "LinkPair",
-           "link_tables", "pair_members", "connect_pair"]
+           "link_tables", "pair_blocks", "pair_members", "connect_pair"]
 
 #: Codecs the link hardware carries.
 LINK_CODECS = ("qlc", "huffman", "exponent")
@@ -1865,12 +1865,7 @@ class LinkPair(wiring.Component):
     (the reset value) makes it a plain register."""
 
     def __init__(self, **params):
-        try:
-            self.tx = LinkTx(**params)
-        except (TypeError, ValueError):
-            self._MustUse__silence = True
-            raise
-        self.rx = LinkRx(**params)
+        self.tx, self.rx = pair_blocks(self, **params)
         super().__init__({"i_config": In(stream.Signature(
             config_write_layout(addr_width=1, data_width=1))), **pair_members(self.tx, self.rx)})
 
@@ -1896,6 +1891,17 @@ class LinkPair(wiring.Component):
             m.d.sync += [full.eq(1), held.eq(self.tx.o.payload)]
         connect_pair(m, self, self.tx, self.rx)
         return m
+
+
+def pair_blocks(holder, **params):
+    """``(LinkTx(**params), LinkRx(**params))`` for ``holder``, a design that holds both;
+    if the parameters are refused, ``holder`` is not an unused component (Amaranth warns
+    of those)."""
+    try:
+        return LinkTx(**params), LinkRx(**params)
+    except (TypeError, ValueError):
+        holder._MustUse__silence = True
+        raise
 
 
 def pair_members(tx, rx):

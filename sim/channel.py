@@ -22,7 +22,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..rtl.link import LinkRx, LinkTx, connect_pair, pair_members
+from ..rtl.link import connect_pair, pair_blocks, pair_members
 from ..rtl.payload import config_write_layout, word_layout
 from ..rtl.retry import ack_layout
 
@@ -230,13 +230,9 @@ class FaultyLink(wiring.Component):
 
     def __init__(self, *, ack_delay=16, stall_cycles=300, **params):
         if not params.get("retry_depth"):
-            raise ValueError("a faulty link runs with retry: give retry_depth")
-        try:
-            self.tx = LinkTx(**params)
-        except (TypeError, ValueError):
             self._MustUse__silence = True
-            raise
-        self.rx = LinkRx(**params)
+            raise ValueError("a faulty link runs with retry: give retry_depth")
+        self.tx, self.rx = pair_blocks(self, **params)
         self.channel = FaultChannel(flit_bytes=params.get("flit_bytes", 256),
                                     link_bytes=self.tx.link_bytes, ack_delay=ack_delay,
                                     stall_cycles=stall_cycles)
