@@ -17,6 +17,9 @@ The channel keeps two flits (one comes in while the other goes out): a flit leav
 generator and the count of faults injected outlive a reset.
 """
 
+import hashlib
+import pickle
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
@@ -26,7 +29,8 @@ from ..rtl.link import connect_pair, pair_blocks, pair_members
 from ..rtl.payload import config_write_layout, word_layout
 from ..rtl.retry import ack_layout
 
-__all__ = ["CHANNEL_FAULTS", "FaultChannel", "FaultyLink", "fault_layout", "CONFIG_SEED", "CONFIG_COUNT",
+__all__ = ["CHANNEL_FAULTS", "FaultChannel", "FaultyLink", "shared_faulty_link",
+           "fault_layout", "CONFIG_SEED", "CONFIG_COUNT",
            "CONFIG_RATE", "CONFIG_KINDS"]
 
 #: The faults the channel injects, in the order they take turns (the log's ``kind``).
@@ -261,3 +265,18 @@ class FaultyLink(wiring.Component):
         m.d.comb += [channel.i_ack.eq(rx.o_ack), tx.i_ack.eq(channel.o_ack)]
         connect_pair(m, self, tx, rx)
         return m
+
+
+_KEPT = {}
+
+
+def shared_faulty_link(**params):
+    """``FaultyLink(**params)``, or the one an earlier call with the same parameters made
+    in this process (tables compared by their pickled bytes), so that its Verilog is
+    converted once. For runs only: it is not to be changed."""
+    tables = params.get("tables")
+    key = tuple(sorted((name, value) for name, value in params.items() if name != "tables"))
+    key += (None if tables is None else hashlib.sha256(pickle.dumps(tables)).digest(),)
+    if key not in _KEPT:
+        _KEPT[key] = FaultyLink(**params)
+    return _KEPT[key]

@@ -269,7 +269,7 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
     faults to some kinds.
     """
     from .channel import (CHANNEL_FAULTS, CONFIG_COUNT, CONFIG_KINDS, CONFIG_RATE,
-                          CONFIG_SEED, FaultyLink, fault_layout)
+                          CONFIG_SEED, fault_layout, shared_faulty_link)
     from .faults import crc_good, score
 
     kinds = CHANNEL_FAULTS if kinds is None else tuple(kinds)
@@ -277,9 +277,10 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
     if unknown or not kinds:
         raise ValueError(f"fault kinds are {', '.join(CHANNEL_FAULTS)}, not {unknown or kinds}")
     frames = deal(frames, streams) if deal_frames else list(frames)
-    link = FaultyLink(codec=codec, streams=streams, flit_bytes=flit_bytes,
-                      link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band,
-                      retry_depth=retry_depth, ack_latency=ack_latency, ack_delay=ack_delay)
+    link = shared_faulty_link(codec=codec, streams=streams, flit_bytes=flit_bytes,
+                              link_bytes=link_bytes, tables=tables,
+                              tables_in_band=tables_in_band, retry_depth=retry_depth,
+                              ack_latency=ack_latency, ack_delay=ack_delay)
     tables = link.tx.tables
     fmt = link.tx.format
     inputs, expected = link_io(fmt, frames)

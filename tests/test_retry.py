@@ -21,7 +21,7 @@ from linkcodec.rtl.link import LinkRx, LinkTx, link_tables
 from linkcodec.rtl.payload import word_layout
 from linkcodec.rtl.retry import RetryRx, RetryTx
 from linkcodec.sim.channel import (CHANNEL_FAULTS, CONFIG_COUNT, CONFIG_KINDS, CONFIG_RATE,
-                                   CONFIG_SEED, FaultyLink)
+                                   CONFIG_SEED, shared_faulty_link)
 from linkcodec.sim.faults import crc_good
 from linkcodec.sim.harness import first_mismatch, run_beats
 from linkcodec.sim.blocks import get_block
@@ -174,8 +174,9 @@ def test_retry_survives_a_reset_in_mid_stream(seed):
     """Both ends (and the channel's flits) reset together in mid-stream, faults of every
     kind before and after: what went in after the reset comes out whole, once, in
     order. (The build of test_retry_survives_every_fault.)"""
-    link = FaultyLink(codec="qlc", streams=2, retry_depth=16, ack_latency=128,
-                      tables=_cli_tables())
+    link = shared_faulty_link(codec="qlc", streams=2, flit_bytes=256, link_bytes=64,
+                              tables=_cli_tables(), tables_in_band=True, retry_depth=16,
+                              ack_latency=128, ack_delay=16)
     fmt = link.tx.format
     frames = deal(_frames(seed), 2)
     inputs, expected = link_io(fmt, frames)
