@@ -460,14 +460,20 @@ def _check_format(fmt):
 
 # -- writer ----------------------------------------------------------------------------
 
-def numbered(fmt, flit, sequence):
-    """``flit`` of a link of ``fmt`` (with ``sequence``) as the retry layer sends it: its
-    sequence byte set to ``sequence`` modulo 256, and sealed again (:func:`seal`)."""
-    _check_format(fmt)
-    offset = fmt.sequence_offset
+def _numbered_flit(fmt, flit):
+    """``(flit as bytes, its sequence byte's offset)``, checked: a flit of ``fmt``, a
+    format with ``sequence``."""
+    offset = _check_format(fmt).sequence_offset
     flit = bytes(flit)
     if len(flit) != fmt.flit_bytes:
         raise ValueError(f"a flit of {fmt!r} is {fmt.flit_bytes} bytes, not {len(flit)}")
+    return flit, offset
+
+
+def numbered(fmt, flit, sequence):
+    """``flit`` of a link of ``fmt`` (with ``sequence``) as the retry layer sends it: its
+    sequence byte set to ``sequence`` modulo 256, and sealed again (:func:`seal`)."""
+    flit, offset = _numbered_flit(fmt, flit)
     sequence = as_index(sequence, "sequence")
     if sequence < 0:
         raise ValueError(f"a sequence number is 0 or more, not {sequence}")
@@ -476,11 +482,8 @@ def numbered(fmt, flit, sequence):
 
 def flit_sequence(fmt, flit):
     """The sequence number ``flit`` (of a link of ``fmt``, with ``sequence``) carries."""
-    _check_format(fmt)
-    flit = bytes(flit)
-    if len(flit) != fmt.flit_bytes:
-        raise ValueError(f"a flit of {fmt!r} is {fmt.flit_bytes} bytes, not {len(flit)}")
-    return flit[fmt.sequence_offset]
+    flit, offset = _numbered_flit(fmt, flit)
+    return flit[offset]
 
 
 class FlitWriter:

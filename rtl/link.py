@@ -98,7 +98,7 @@ from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..golden.exponent import TABLE_SIZE, VALUE_BITS, ExponentTable
+from ..golden.exponent import VALUE_BITS, ExponentTable
 from ..golden.huffman import HuffmanCodebook
 from ..golden.link import CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, LinkFormat, canonical_qlc
 from ..golden.qlc import QlcCode
@@ -107,7 +107,8 @@ from .exponent import ExponentRemapDecoder, ExponentRemapEncoder
 from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
 from .bitpack import RegisterSlice, mux_tree
 from .payload import config_write_layout, symbol_layout, word_layout
-from .retry import RETRY_DEPTHS, RetryRx, RetryTx, ack_layout, check_ack_latency
+from .retry import (RETRY_DEPTHS, RetryRx, RetryTx, ack_layout, check_ack_latency,
+                    check_link_shape)
 from .table import config_listener
 from .table_loader import IMAGE_BYTES, TableLoader, image_byte_layout, loader_write_layout
 
@@ -234,11 +235,7 @@ class _Params:
         self.retry_depth, self.ack_latency = retry_depth, check_ack_latency(ack_latency)
         self.fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes,
                               sequence=retry_depth != 0)
-        if (not isinstance(link_bytes, int) or isinstance(link_bytes, bool)
-                or link_bytes < 8 or link_bytes & (link_bytes - 1)
-                or link_bytes > flit_bytes):
-            raise ValueError(f"link_bytes must be a power of two from 8 to flit_bytes "
-                             f"({flit_bytes}), not {link_bytes!r}")
+        check_link_shape(flit_bytes, link_bytes)
         if tables is not None and not isinstance(tables, (QlcCode, HuffmanCodebook,
                                                           ExponentTable)):
             raise TypeError(f"tables must be a QlcCode, a HuffmanCodebook or an "
@@ -868,8 +865,8 @@ class LinkTx(_LinkBlock):
     symbols, plus the encoder's latency, the chunk's head queue and write register (3
     cycles), the flit's finish (1), the flit's rows up to the symbol's word (up to
     ``flit_bytes / 16``), and the link side's pipeline (the CRC's stage included) and
-    output queue (7); with retry, :class:`~linkcodec.rtl.retry.RetryTx` holds a flit until
-    its last word is in and adds 4 cycles to that word;
+    output queue (7); with retry, :class:`~linkcodec.rtl.retry.RetryTx` (``retry``) holds
+    a flit until its last word is in and adds 2 cycles to that word;
     ``linkcodec sim link`` measures it. Backpressure on ``o`` fills the output queue and
     holds the link side; each stream then fills its two flits and its chunk queue, and its
     ``i.ready`` falls.
@@ -895,16 +892,20 @@ class LinkTx(_LinkBlock):
             members["o_table"] = Out(stream.Signature(table_result_layout))
         if retry_depth:
             members["i_ack"] = In(ack_layout)
+        #: The retry buffer behind the flit maker (with retry; else None).
+        self.retry = RetryTx(flit_bytes=flit_bytes, link_bytes=link_bytes,
+                             crc_bytes=params.fmt.crc_bytes, depth=retry_depth,
+                             ack_latency=ack_latency) if retry_depth else None
+        if self.retry is not None:       # used when this block is; unused, this one warns
+            self.retry._MustUse__silence = True
         super().__init__(params, members)
 
     def elaborate(self, platform):
         m = Module()
         p = self._params
         link_o = self.o                   # the flits, numbered and kept for retry if so
-        if p.retry_depth:
-            m.submodules.retry = retry = RetryTx(
-                flit_bytes=p.flit_bytes, link_bytes=p.link_bytes, crc_bytes=p.fmt.crc_bytes,
-                depth=p.retry_depth, ack_latency=p.ack_latency)
+        if self.retry is not None:
+            m.submodules.retry = retry = self.retry
             wiring.connect(m, retry.o, wiring.flipped(self.o))
             m.d.comb += retry.i_ack.eq(self.i_ack)
             link_o = retry.i
@@ -1694,15 +1695,19 @@ class LinkRx(_LinkBlock):
                 symbol_layout(1, width=params.symbol_bits, error=True)))
         if retry_depth:
             members["o_ack"] = Out(ack_layout)
+        #: The flit check in front of the flit reader (with retry; else None).
+        self.retry = RetryRx(flit_bytes=flit_bytes, link_bytes=link_bytes,
+                             crc_bytes=params.fmt.crc_bytes) if retry_depth else None
+        if self.retry is not None:       # used when this block is; unused, this one warns
+            self.retry._MustUse__silence = True
         super().__init__(params, members)
 
     def elaborate(self, platform):
         m = Module()
         p = self._params
         link_i = self.i                   # the flits, checked for retry first if so
-        if p.retry_depth:
-            m.submodules.retry = retry = RetryRx(
-                flit_bytes=p.flit_bytes, link_bytes=p.link_bytes, crc_bytes=p.fmt.crc_bytes)
+        if self.retry is not None:
+            m.submodules.retry = retry = self.retry
             wiring.connect(m, wiring.flipped(self.i), retry.i)
             m.d.comb += self.o_ack.eq(retry.o_ack)
             link_i = retry.o

@@ -35,7 +35,7 @@ from . import crc
 from .payload import word_layout
 
 __all__ = ["ack_layout", "RetryTx", "RetryRx", "RETRY_DEPTHS", "check_ack_latency",
-           "sequence_position"]
+           "check_link_shape", "sequence_position"]
 
 #: The receiver's state on the return channel: ``next`` (the sequence number it expects)
 #: and ``naks`` (steps once for each loss it has seen).
@@ -44,6 +44,7 @@ ack_layout = data.StructLayout({"next": 8, "naks": 2})
 #: Retry buffer depths (flits) a sender may have: a power of two to 128, half the
 #: sequence numbers' modulus (256), so that an ack's ``next`` is never ambiguous.
 RETRY_DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128)
+
 
 def check_ack_latency(ack_latency):
     """``ack_latency`` if it is a number of cycles a sender may wait: 1 to 65535."""
@@ -60,12 +61,14 @@ def _check_depth(depth):
     return depth
 
 
-def _check_shape(flit_bytes, link_bytes):
+def check_link_shape(flit_bytes, link_bytes):
+    """Refuse a flit size that is not one of :data:`~linkcodec.golden.link.FLIT_BYTES`, or
+    a link word (``link_bytes``) that is not a power of two from 8 to ``flit_bytes``."""
     if flit_bytes not in FLIT_BYTES:
         raise ValueError(f"flit_bytes must be one of {', '.join(map(str, FLIT_BYTES))}, "
                          f"not {flit_bytes!r}")
-    if (not isinstance(link_bytes, int) or link_bytes < 8 or link_bytes & (link_bytes - 1)
-            or link_bytes > flit_bytes):
+    if (not isinstance(link_bytes, int) or isinstance(link_bytes, bool) or link_bytes < 8
+            or link_bytes & (link_bytes - 1) or link_bytes > flit_bytes):
         raise ValueError(f"link_bytes must be a power of two from 8 to flit_bytes "
                          f"({flit_bytes}), not {link_bytes!r}")
 
@@ -80,7 +83,7 @@ def sequence_position(flit_bytes, link_bytes, crc_bytes):
 
 class _RetryEnd(wiring.Component):
     def __init__(self, members, *, flit_bytes, link_bytes, crc_bytes):
-        self._checked(_check_shape, flit_bytes, link_bytes)
+        self._checked(check_link_shape, flit_bytes, link_bytes)
         self.flit_bytes, self.link_bytes, self.crc_bytes = flit_bytes, link_bytes, crc_bytes
         self.rows = flit_bytes // link_bytes
         self.row_bits = 8 * link_bytes
@@ -228,9 +231,8 @@ class RetryRx(_RetryEnd):
 
     Throughput: a word a cycle. Latency: a flit is passed on once its last word is in and
     checked: its first word leaves ``flit_bytes / link_bytes`` cycles after it came, its
-    last word one cycle after it came (the
-    buffer holds two flits, so the next comes in while one goes out). ``o_ack`` changes
-    the cycle after a flit's last word. Backpressure on ``o`` fills both flits, then
+    last word one cycle after it came (the buffer holds two flits, so the next comes in
+    while one goes out). ``o_ack`` changes the cycle after a flit's last word. Backpressure on ``o`` fills both flits, then
     ``i.ready`` falls; ``i.ready`` depends on neither ``i.payload`` nor ``o.ready``.
     Bad input: a flit whose CRC fails or whose sequence number is not the next is
     dropped (never a word of it passes) and a nak raised, once until a flit is taken

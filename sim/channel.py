@@ -230,7 +230,8 @@ class FaultyLink(wiring.Component):
     ``stall_cycles``): ports ``i_s0`` .., ``o_s0`` .. and ``i_config`` (the channel's
     config writes, addresses as :data:`CONFIG_SEED` ..). Streams to watch: ``sent``
     (``LinkTx``'s words into the channel), ``received`` (the channel's words into
-    ``LinkRx``) and ``faults`` (the channel's log)."""
+    ``LinkRx``), ``accepted`` (the words ``LinkRx``'s retry check passes on to its flit
+    reader) and ``faults`` (the channel's log)."""
 
     def __init__(self, *, ack_delay=16, stall_cycles=300, **params):
         if not params.get("retry_depth"):
@@ -250,7 +251,7 @@ class FaultyLink(wiring.Component):
         wiring.connect(m, wiring.flipped(self.i_config), channel.i_config)
         watched = {}
         for name, shape in (("sent", tx.o.payload.shape()), ("received", rx.i.payload.shape()),
-                            ("faults", fault_layout)):
+                            ("accepted", rx.i.payload.shape()), ("faults", fault_layout)):
             watched[name] = (Signal(name=f"{name}__valid"), Signal(name=f"{name}__ready"),
                              Signal(shape, name=f"{name}__payload"))
         for name, (source, sink) in {"sent": (tx.o, channel.i),
@@ -259,6 +260,10 @@ class FaultyLink(wiring.Component):
             m.d.comb += [valid.eq(source.valid), ready.eq(sink.ready),
                          payload.eq(source.payload), sink.valid.eq(valid),
                          sink.payload.eq(payload), source.ready.eq(ready)]
+        # What RetryRx passes on to LinkRx's flit reader (read only: LinkRx drives it).
+        valid, ready, payload = watched["accepted"]
+        m.d.comb += [valid.eq(rx.retry.o.valid), ready.eq(rx.retry.o.ready),
+                     payload.eq(rx.retry.o.payload)]
         valid, ready, payload = watched["faults"]
         m.d.comb += [valid.eq(channel.faults.valid), ready.eq(1),
                      payload.eq(channel.faults.payload), channel.faults.ready.eq(ready)]

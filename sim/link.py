@@ -77,9 +77,9 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     """Run ``frames`` (symbol arrays, dealt to the streams round robin; or ``(stream,
     symbols)`` pairs with ``deal_frames=False``) over the link; return the figures.
 
-    ``retry_depth`` (without faults; default 0) builds both ends with go-back-N retry (no
-    fault comes, so nothing is sent again): ``LinkTx``'s flits are then checked numbered
-    in order.
+    ``retry_depth`` (without faults; default 0, and a key of the result) builds both ends
+    with go-back-N retry (no fault comes, so nothing is sent again): ``LinkTx``'s flits
+    are then checked numbered in order.
 
     Keys: ``codec``, ``streams``, ``lanes``, ``flit_bytes``, ``link_bytes`` (the bytes
     on the link: ``flits * flit_bytes``), ``link_word_bytes``, ``symbols``, ``cycles``,
@@ -147,7 +147,7 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     out = {
         "codec": codec, "streams": streams, "lanes": 1, "flit_bytes": flit_bytes,
         "tables_in_band": tables_in_band, "link_word_bytes": link_bytes,
-        **_figures(stats, result),
+        "retry_depth": retry_depth, **_figures(stats, result),
     }
     if check_tx:
         # LinkTx's flits as they crossed the channel inside the pair, in the same run.
@@ -261,8 +261,9 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
     ``retries`` (the times the sender went back), ``flits_sent`` (sendings, again
     included), ``hangs``, ``frames_lost``, ``frames_duplicated``, ``symbols_wrong``,
     ``frames_flagged`` (:func:`~linkcodec.sim.faults.score`), ``bit_exact``,
-    ``rx_model_exact`` (``LinkRx`` gave exactly the frames of the flits that a go-back-N
-    receiver, modelled from the flits it got, takes), ``tx_bit_exact`` (each flit sent
+    ``rx_model_exact`` (the flits ``LinkRx``'s retry check passed on to its reader are
+    exactly those a go-back-N receiver, modelled on the flits the channel gave, takes,
+    and those are every flit first sent, in order), ``tx_bit_exact`` (each flit sent
     first is the golden writer's, numbered in order, and each sent again is the same
     flit), ``latency_cycles`` (a second run, with no fault, idle cycle or backpressure:
     the channel's two flits included). ``kinds`` (names of CHANNEL_FAULTS) limits the
@@ -302,17 +303,20 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
     name = (f"link_retry_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}_d{retry_depth}"
             f"_a{ack_latency}_c{ack_delay}{fixed}")
     word = link.tx.o.payload.shape()
-    watch = {"sent": word, "received": word, "faults": fault_layout}
+    watch = {"sent": word, "received": word, "accepted": word, "faults": fault_layout}
     result = run_beats(link, inputs=inputs, expected=expected, idle=idle, stall=stall,
                        seed=seed, build_root=build_root, name=name, config=config,
                        watch=watch)
     output = result["output"]
     hangs = int(any(len(output[port]) < len(beats) for port, beats in expected.items()))
-    sent = flits_of_words(result["watched"]["sent"], link_bytes, flit_bytes)
-    received = flits_of_words(result["watched"]["received"], link_bytes, flit_bytes)
+    watched = {name: flits_of_words(result["watched"][name], link_bytes, flit_bytes)
+               for name in ("sent", "received", "accepted")}
+    sent, received = watched["sent"], watched["received"]
     log = result["watched"]["faults"]
 
-    # The sender: first sendings numbered in order, each sent again the same flit.
+    # The sender: first sendings numbered in order, each sent again the same flit
+    # (``places``: each sending's place among the first sendings; a number sent again is
+    # of the latest first sending that has it).
     first, retries, differ, places = [], 0, [], []
     previous = None
     for sending, flit in enumerate(sent):
@@ -324,20 +328,21 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
             places.append(len(first))
             first.append(flit)
         else:
-            index = max(k for k in range(len(first)) if k % 256 == number)
+            index = len(first) - 1 - (len(first) - 1 - number) % 256
             places.append(index)
-            if first[index] != flit:
+            if index < 0 or first[index] != flit:     # (a number never sent: skipped)
                 differ.append(sending)
     tx_exact = not differ and _tx_exact(fmt, first, per_stream)
 
-    # A go-back-N receiver on what the channel gave.
+    # A go-back-N receiver on what the channel gave; RetryRx must pass on what it takes.
     taken, took = [], []
     for flit in received:
         ok = crc_good(flit) and flit_sequence(fmt, flit) == len(taken) % 256
         took.append(ok)
         if ok:
             taken.append(flit)
-    rx_model_exact = taken == first[:len(taken)]
+    rx_model_exact = watched["accepted"] == taken and taken == first
+    last_sent = {place: sending for sending, place in enumerate(places)}
 
     # Each fault against what became of its flit.
     counts = {kind: {"injected": 0, "detected": 0} for kind in kinds}
@@ -350,6 +355,7 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
         last = flit
         faults_at[flit] = CHANNEL_FAULTS[entry["kind"]]
     position = 0                       # of the sending's first copy among those received
+    taken_before = 0                   # flits the receiver took before it
     for index, flit in enumerate(sent):
         kind = faults_at.get(index)
         copies = {"drop": 0, "duplicate": 2}.get(kind, 1)
@@ -362,12 +368,12 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
             elif kind == "drop":
                 # Needed (the receiver had not taken it yet) and so sent again, or a copy
                 # the receiver had taken already.
-                found = (sum(took[:position]) > places[index]
-                         or any(places[later] == places[index]
-                                for later in range(index + 1, len(sent))))
+                found = (taken_before > places[index]
+                         or last_sent[places[index]] > index)
             else:
                 found = not hangs
             counts[kind]["detected"] += int(found)
+        taken_before += sum(took[position:position + copies])
         position += copies
     out = {
         "codec": codec, "streams": streams, "lanes": 1, "flit_bytes": flit_bytes,
