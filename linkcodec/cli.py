@@ -146,9 +146,8 @@ def _sim_link(args):
     """``linkcodec sim link``: LinkTx driving LinkRx under Verilator (``sim/link.py``),
     the FILEs' frames dealt to the streams, tables from the FILEs as ``linkcodec sim``
     builds them for the codec's blocks."""
-    from .rtl.link import LINK_CODECS, link_tables
+    from .rtl.link import DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH, LINK_CODECS, link_tables
     from .sim.blocks import get_block
-    from .rtl.link import DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH
     from .sim.link import run_link
 
     codec = args.codec or "qlc"
@@ -175,7 +174,7 @@ def _sim_link(args):
                       idle="random" if args.idle is None else args.idle,
                       stall="random" if args.stall is None else args.stall, seed=args.seed,
                       faults=faults, retry=not args.no_retry,
-                      retry_depth=(args.retry_depth or DEFAULT_RETRY_DEPTH) if faults else 0,
+                      retry_depth=args.retry_depth or (DEFAULT_RETRY_DEPTH if faults else 0),
                       ack_latency=args.ack_latency or DEFAULT_ACK_LATENCY)
     report = {"block": "link", **result,
               "compressibility": round(1 - result["link_bytes"] / result["raw_bytes"], 6)
@@ -197,7 +196,9 @@ def _sim_link(args):
         table = " ".join(f"{key} {value}" for key, value in described.items())
         print(f"link {codec}  streams {report['streams']}  lanes {report['lanes']}  "
               f"flit {report['flit_bytes']} bytes  link word {report['link_word_bytes']} "
-              f"bytes  {table}  seed {report['seed']}")
+              f"bytes  {table}"
+              + (f"  retry {report['retry_depth']} flits" if report.get("retry_depth") else "")
+              + f"  seed {report['seed']}")
         print(f"  {report['symbols']} symbols ({len(shards)} frames) in {report['cycles']} "
               f"cycles = {report['symbols_per_cycle']:.3f} symbols/cycle under random idle "
               f"and backpressure")
@@ -234,11 +235,14 @@ def _fault_line(report, retried):
 
 
 def _fault_count(args):
-    """``--inject-faults N`` (0 without), checked, with the retry options."""
+    """``--inject-faults N`` (0 without), checked, with the retry options (without faults,
+    ``--retry-depth`` runs the pair with retry and nothing to send again)."""
     if args.inject_faults is None:
-        for name in ("no_retry", "retry_depth", "ack_latency"):
-            if getattr(args, name) is not None:
-                raise ValueError(f"--{name.replace('_', '-')} goes with --inject-faults N")
+        if args.no_retry is not None:
+            raise ValueError("--no-retry goes with --inject-faults N")
+        if args.ack_latency is not None and args.retry_depth is None:
+            raise ValueError("--ack-latency goes with --retry-depth FLITS or "
+                             "--inject-faults N")
         return 0
     if args.inject_faults < 1:
         raise ValueError(f"--inject-faults takes a number of faults, 1 or more, not "
@@ -488,11 +492,13 @@ def build_parser():
                           "spoilt flits; a flit that fails its CRC is dropped and its "
                           "stream gets the error beat")
     sim.add_argument("--retry-depth", type=int, default=None, metavar="FLITS",
-                     help="link only, with --inject-faults: flits LinkTx keeps for retry, "
-                          "a power of two to 128 (default 16)")
+                     help="link only: go-back-N retry with this many flits kept by LinkTx, "
+                          "a power of two to 128 (default: 16 with --inject-faults, else "
+                          "no retry; without faults nothing is sent again: the pair's "
+                          "figures with retry)")
     sim.add_argument("--ack-latency", type=int, default=None, metavar="CYCLES",
-                     help="link only, with --inject-faults: cycles LinkTx waits for an ack "
-                          "before it sends again (default 128)")
+                     help="link only, with retry: cycles LinkTx waits for an ack before it "
+                          "sends again (default 128)")
     sim.add_argument("--json", action="store_true", help="print JSON")
     sim.set_defaults(func=cmd_sim)
     sim.parse_known_args = _files_after_options(sim)

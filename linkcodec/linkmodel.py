@@ -330,9 +330,8 @@ def _as_figures(figures):
 _SLACK = 1e-9
 
 
-#: Cycles RetryTx adds to a flit's last word (rtl/retry.py: buffer write, read), and the link word of the hardware the retry figures take (its default, 64
-#: bytes). At 256-byte flits the link's latency grows by RETRY_TX_CYCLES + 4 + 1 = 7
-#: cycles: measured, 645 to 652 (run_link on the same frames, retry_depth 0 and 4).
+#: Cycles RetryTx adds to a flit's last word (rtl/retry.py: buffer write, then read), and
+#: the link word (bytes) of the hardware the retry figures take: LinkTx's default.
 RETRY_TX_CYCLES = 2
 RETRY_WORD_BYTES = 64
 
@@ -390,8 +389,10 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
 
     # Retry (go-back-N, rtl/retry.py), at the link hardware's 64-byte word: RetryTx
     # and RetryRx each hold a flit until it is whole (LinkTx's words come a few cycles
-    # apart, RetryTx sends them back to back): RETRY_TX_CYCLES + a flit's words + 1,
-    # as measured at 256-byte flits; a flit sent again pays the round trip:
+    # apart, RetryTx sends them back to back): RETRY_TX_CYCLES + a flit's words + 1, the
+    # blocks' own pipeline (the shorter body also cuts flits elsewhere, which moves the
+    # worst symbol's latency either way: docs/link.md, "Retry"); a flit sent again pays
+    # the round trip:
     # RetryRx's nak (1 cycle), RetryTx sees it (1), finishes the flit it is sending (up
     # to a flit's words), goes back (1) and reads the buffer (1), and the flit crosses
     # the wire again, checked whole.

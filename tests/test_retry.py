@@ -25,7 +25,7 @@ from linkcodec.sim.channel import (CHANNEL_FAULTS, CONFIG_COUNT, CONFIG_KINDS, C
 from linkcodec.sim.faults import crc_good
 from linkcodec.sim.harness import first_mismatch, run_beats
 from linkcodec.sim.blocks import get_block
-from linkcodec.sim.link import flits_of_words, link_io, retry_run, run_link, words_of_flits
+from linkcodec.sim.link import flits_of_words, link_io, retry_run, words_of_flits
 
 FILES = [path for path in bundled_files(kind="ffn1_act", layers=[0])]
 
@@ -138,16 +138,16 @@ def test_retry_ports_and_boundaries():
 # -- hardware --------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_pair_with_retry_numbers_its_flits(seed):
-    """LinkTx with retry sends the golden writer's flits, each numbered with its place in
-    link order and its CRC mended (checked byte for byte, CRC field included, at a
-    sequence number past 255 too), and LinkRx takes them: bit-exact under idle cycles
-    and backpressure, frames of 0, 1 and many flits."""
-    frames = _frames(seed, sizes=(0, 1, 700, 2600, 300, 4000, 0, 20000, 15000, 25000))
-    result = run_link(frames, codec="qlc", streams=2, retry_depth=4, ack_latency=64,
-                      seed=seed)
-    assert result["bit_exact"] and result["tx_bit_exact"], result["seed"]
-    assert result["flits"] > 256                        # the numbers wrap
+def test_pair_with_retry_numbers_its_flits(capsys):
+    """``linkcodec sim link --retry-depth 4`` (no faults): LinkTx with retry sends the
+    golden writer's flits, each numbered with its place in link order and its CRC mended
+    (checked byte for byte, CRC field included, past number 255: about 400 flits), and
+    LinkRx takes them: bit-exact under idle cycles and backpressure."""
+    assert main(["sim", "link", "--codec", "qlc", "--streams", "2", "--json",
+                 "--retry-depth", "4", "--ack-latency", "64", *map(str, FILES)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["bit_exact"] and report["tx_bit_exact"], report["seed"]
+    assert report["flits"] > 256 and "faults_injected" not in report
 
 
 @pytest.mark.xdist_group("link-retry-qlc")
@@ -284,8 +284,9 @@ def test_retry_blocks_drive_each_other(seed):
 
 def test_sim_link_refuses_bad_retry_options(capsys):
     for argv, message in (
-            (["--retry-depth", "16"], "--retry-depth goes with --inject-faults N"),
-            (["--ack-latency", "9"], "--ack-latency goes with --inject-faults N"),
+            (["--ack-latency", "9"], "--ack-latency goes with --retry-depth FLITS or "
+                                     "--inject-faults N"),
+            (["--retry-depth", "3"], "retry_depth must be 0 .no retry. or one of"),
             (["--no-retry"], "--no-retry goes with --inject-faults N"),
             (["--inject-faults", "3", "--no-retry", "--retry-depth", "16"],
              "--retry-depth is an option of the link with retry, not with --no-retry"),
