@@ -17,9 +17,6 @@ The channel keeps two flits (one comes in while the other goes out): a flit leav
 generator and the count of faults injected outlive a reset.
 """
 
-import hashlib
-import pickle
-
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
@@ -28,6 +25,7 @@ from amaranth.lib.wiring import In, Out
 from ..rtl.link import connect_pair, pair_blocks, pair_members
 from ..rtl.payload import config_write_layout, word_layout
 from ..rtl.retry import ack_layout
+from .harness import shared
 
 __all__ = ["CHANNEL_FAULTS", "FaultChannel", "FaultyLink", "shared_faulty_link",
            "fault_layout", "CONFIG_SEED", "CONFIG_COUNT",
@@ -272,16 +270,8 @@ class FaultyLink(wiring.Component):
         return m
 
 
-_KEPT = {}
-
-
 def shared_faulty_link(**params):
     """``FaultyLink(**params)``, or the one an earlier call with the same parameters made
-    in this process (tables compared by their pickled bytes), so that its Verilog is
+    in this process (:func:`~linkcodec.sim.harness.shared`), so that its Verilog is
     converted once. For runs only: it is not to be changed."""
-    tables = params.get("tables")
-    key = tuple(sorted((name, value) for name, value in params.items() if name != "tables"))
-    key += (None if tables is None else hashlib.sha256(pickle.dumps(tables)).digest(),)
-    if key not in _KEPT:
-        _KEPT[key] = FaultyLink(**params)
-    return _KEPT[key]
+    return shared(FaultyLink, FaultyLink, **params)

@@ -45,7 +45,8 @@ from .blocks import get_block
 from .stream import check_pattern, pause_share
 
 __all__ = ["ProtocolError", "XZValueError", "compressibility", "first_mismatch",
-           "payload_bits", "run_beats", "run_frames", "shared_build", "stream_ports"]
+           "payload_bits", "run_beats", "run_frames", "shared", "shared_build",
+           "stream_ports"]
 
 
 class XZValueError(RuntimeError):
@@ -276,20 +277,29 @@ def compressibility(bits, symbols, value_bits):
 _BUILT = weakref.WeakKeyDictionary()
 
 
+def shared(owner, make, **params):
+    """``make(**params)``, or the object an earlier call with the same ``owner`` (a weak
+    key: a block's description, a class) and parameters made, so that a component's
+    Verilog is converted once a process (tables, any parameter named ``tables``, compared
+    by their pickled bytes; what does not pickle or hash is made every time). For runs
+    only: a component to be changed (a planted bug) is made afresh."""
+    try:
+        key = tuple(sorted((name, hashlib.sha256(pickle.dumps(value)).digest()
+                            if name == "tables" else value)
+                           for name, value in params.items()))
+        hash(key)
+        kept = _BUILT.setdefault(owner, {})
+    except (TypeError, AttributeError, pickle.PicklingError):
+        return make(**params)
+    if key not in kept:
+        kept[key] = make(**params)
+    return kept[key]
+
+
 def shared_build(block, *, lanes, word_width, tables):
     """``block.build(...)``, or the object an earlier call with the same arguments made
-    (tables compared by their pickled bytes; tables that do not pickle, or a description
-    that cannot be a weak key, are built every time). For runs only: a component to be
-    changed (a planted bug) is built with ``block.build``."""
-    try:
-        key = (lanes, word_width,
-               None if tables is None else hashlib.sha256(pickle.dumps(tables)).digest())
-        kept = _BUILT.setdefault(block, {})
-    except (TypeError, AttributeError, pickle.PicklingError):
-        return block.build(lanes=lanes, word_width=word_width, tables=tables)
-    if key not in kept:
-        kept[key] = block.build(lanes=lanes, word_width=word_width, tables=tables)
-    return kept[key]
+    (:func:`shared`)."""
+    return shared(block, block.build, lanes=lanes, word_width=word_width, tables=tables)
 
 
 def run_frames(block, frames, *, lanes, word_width=None, tables=None, runtime_config=True,
