@@ -12,11 +12,16 @@ it ends a frame, its stream, its symbol count and how many body bits it uses. Th
 field holds UCIe's CRC-16 (:mod:`linkcodec.golden.crc`) of each 128-byte half of the
 flit, the CRC field itself read as zero (:func:`flit_crcs`); a 64-byte flit is one half,
 zero-extended. A reader checks it before anything else. A link with retry
-(``LinkFormat(..., sequence=True)``) gives up the body's last byte for a *sequence
+(``LinkFormat(..., sequence="link")``) gives up the body's last byte for a *sequence
 number*: the flit's place in link order, modulo 256 (:func:`numbered`,
 :func:`flit_sequence`). The writer leaves it 0; the link's retry layer (``rtl/retry.py``)
 fills it as it sends each flit, so that the receiver can refuse a flit that is out of
-order, lost or repeated, and ask for it again (go-back-N).
+order, lost or repeated, and ask for it again (go-back-N). A link without retry may
+number its flits stream by stream instead (``sequence="stream"``): the same byte holds
+the flit's frame on its stream and its place in that frame, each modulo 16
+(:func:`stream_number`), which the writer fills; a receiver (:class:`StreamCheck`) then
+tells a lost flit, a lost frame end and a repeated flit apart without asking for
+anything again, and reports the lost symbols where they were.
 
 - **Data flits.** A frame is cut into flits at symbol boundaries; each flit's symbols are
   coded on their own (a flit is one frame for the codec), so a flit decodes without any
@@ -65,6 +70,10 @@ __all__ = [
     "FlitWriter",
     "LinkFormat",
     "LinkStats",
+    "SEQUENCES",
+    "STREAM_AHEAD",
+    "StreamCheck",
+    "Verdict",
     "canonical_qlc",
     "deal",
     "flit_crcs",
@@ -74,12 +83,22 @@ __all__ = [
     "link_stats",
     "numbered",
     "seal",
+    "stream_number",
     "table_from_image",
     "table_image",
 ]
 
-#: Bytes of the sequence number in a flit of a link with retry (before the CRC field).
+#: Bytes of the sequence number in a numbered flit (before the CRC field).
 SEQUENCE_BYTES = 1
+#: How a link numbers its flits: not at all, in link order (retry) or stream by stream.
+SEQUENCES = (None, "link", "stream")
+#: A stream number's fields: the frame on its stream (top 4 bits) and the flit's place
+#: in that frame (low 4 bits), each modulo 16.
+STREAM_NUMBER_BITS = 4
+#: How far ahead of the expected one a stream number may be and still count as ahead
+#: (flits of a frame, or frame ends, lost in a row); further (13 to 15) is behind: a
+#: flit repeated or older.
+STREAM_AHEAD = 12
 
 #: Flit sizes a link can have, in bytes.
 FLIT_BYTES = (64, 128, 256)
@@ -103,7 +122,8 @@ class FlitError(ValueError):
     """A flit that no :class:`FlitWriter` makes. ``flit`` is its index in the sequence,
     ``field`` the header field or part at fault (``"size"``, ``"codec"``, ``"stream"``,
     ``"bank"``, ``"count"``, ``"bits"``, ``"body"``, ``"pad"``, ``"crc"``, ``"table"``,
-    ``"end"``) and ``bit`` the body bit position concerned, if any."""
+    ``"end"``, ``"sequence"``: a stream number out of its stream's order) and ``bit``
+    the body bit position concerned, if any."""
 
     def __init__(self, message, *, flit, field, bit=None):
         super().__init__(f"flit {flit}: {message}")
@@ -372,11 +392,12 @@ def table_from_image(codec, image):
 
 class LinkFormat:
     """A link's flit format: ``codec`` (``"qlc"``, ``"huffman"`` or ``"exponent"``),
-    ``streams`` (1..16), ``flit_bytes`` (64, 128 or 256) and ``sequence`` (a link with
-    retry: each flit's last byte before the CRC field is its sequence number, and the
-    body is a byte shorter)."""
+    ``streams`` (1..16), ``flit_bytes`` (64, 128 or 256) and ``sequence`` (one of
+    :data:`SEQUENCES`: ``"link"``, a link with retry, or ``"stream"``, numbered stream by
+    stream: each flit's last byte before the CRC field is its number, and the body is a
+    byte shorter)."""
 
-    def __init__(self, codec, *, streams=1, flit_bytes=DEFAULT_FLIT_BYTES, sequence=False):
+    def __init__(self, codec, *, streams=1, flit_bytes=DEFAULT_FLIT_BYTES, sequence=None):
         self.codec = _codec(codec).name
         streams = as_index(streams, "streams")
         if not 1 <= streams <= MAX_STREAMS:
@@ -385,14 +406,14 @@ class LinkFormat:
         if flit_bytes not in FLIT_BYTES:
             raise ValueError(f"flit_bytes must be one of {', '.join(map(str, FLIT_BYTES))}, "
                              f"not {flit_bytes}")
-        if not isinstance(sequence, bool):
-            raise TypeError(f"sequence must be True or False, not {sequence!r}")
+        if sequence is not None and sequence not in SEQUENCES:
+            raise ValueError(f"sequence must be None, 'link' or 'stream', not {sequence!r}")
         self.streams, self.flit_bytes, self.sequence = streams, flit_bytes, sequence
 
     def __repr__(self):
         return (f"LinkFormat({self.codec!r}, streams={self.streams}, "
                 f"flit_bytes={self.flit_bytes}"
-                + (", sequence=True)" if self.sequence else ")"))
+                + (f", sequence={self.sequence!r})" if self.sequence else ")"))
 
     @property
     def codec_id(self):
@@ -410,7 +431,7 @@ class LinkFormat:
 
     @property
     def sequence_bytes(self):
-        """Bytes of the sequence number: 1 with ``sequence``, else 0."""
+        """Bytes of the sequence number: 1 with a ``sequence``, else 0."""
         return SEQUENCE_BYTES if self.sequence else 0
 
     @property
@@ -486,6 +507,66 @@ def flit_sequence(fmt, flit):
     return flit[offset]
 
 
+def stream_number(frame, place):
+    """The sequence byte of a flit of a link numbered stream by stream: ``frame`` (the
+    frame's number on its stream, from 0) in the top 4 bits and ``place`` (the flit's
+    place in its frame, from 0) in the low 4, each modulo 16."""
+    frame, place = as_index(frame, "frame"), as_index(place, "place")
+    if frame < 0 or place < 0:
+        raise ValueError(f"a frame and a place are 0 or more, not {frame} and {place}")
+    mask = (1 << STREAM_NUMBER_BITS) - 1
+    return (frame & mask) << STREAM_NUMBER_BITS | (place & mask)
+
+
+class Verdict(NamedTuple):
+    """What a receiver of a link numbered stream by stream does with a good data flit
+    (:meth:`StreamCheck.take`): ``skip`` it (a flit repeated, or older than the one
+    expected: nothing of it goes out), or first give ``ends`` error beats that end a
+    frame (each a frame end lost: the frame in progress, or a whole frame) and then, if
+    ``hole``, one error beat inside a frame (flits of the flit's own frame lost before
+    it), then its symbols."""
+
+    skip: bool
+    ends: int
+    hole: bool
+
+
+class StreamCheck:
+    """The stream numbers a receiver without retry expects, one stream's: the frame in
+    progress or next (``frame``) and the place of the flit it expects next in it
+    (``place``), both modulo 16. :meth:`take` judges a good data flit by its number
+    (:func:`stream_number`) and ``last`` flag; a flit that fails its CRC is not taken
+    (it changes nothing: its loss shows at the stream's next good flit).
+
+    A number ahead of the one expected by 1 to :data:`STREAM_AHEAD` (frames first, then
+    places in the same frame) says what was lost: frame ends (``ends``, one a frame) and
+    flits of this flit's frame before it (``hole``). Behind (13 to 15) it is a repeat:
+    ``skip``. So a stream may lose up to 12 frame ends, or 12 flits of a frame, in a row
+    and be told exactly; a loss of 13 or more in a row is taken for a repeat (its flit
+    skipped), and one of 16 goes unseen."""
+
+    def __init__(self):
+        self.frame = self.place = 0
+
+    def take(self, number, last):
+        """The :class:`Verdict` on a good data flit numbered ``number`` (its sequence
+        byte) that ends a frame if ``last``; the expectation moves past it unless it is
+        skipped."""
+        number = as_index(number, "number")
+        if not 0 <= number <= 0xFF:
+            raise ValueError(f"a stream number is a byte, not {number}")
+        mask = (1 << STREAM_NUMBER_BITS) - 1
+        frame, place = number >> STREAM_NUMBER_BITS, number & mask
+        frames = (frame - self.frame) & mask
+        places = (place - self.place) & mask
+        if frames > STREAM_AHEAD or (frames == 0 and places > STREAM_AHEAD):
+            return Verdict(skip=True, ends=0, hole=False)
+        verdict = Verdict(skip=False, ends=frames,
+                          hole=place != 0 if frames else places != 0)
+        self.frame, self.place = ((frame + 1) & mask, 0) if last else (frame, (place + 1) & mask)
+        return verdict
+
+
 class FlitWriter:
     """Makes flits: :meth:`load` a table, :meth:`frame` a frame. Until a table is loaded
     every flit goes raw."""
@@ -496,6 +577,7 @@ class FlitWriter:
         self._tables = [None, None]
         self._bank = 0              # the bank the next data flit codes with
         self._used = False          # whether a data flit has named that bank yet
+        self._frames = [0] * fmt.streams    # each stream's frames so far (stream numbers)
 
     def load(self, tables):
         """Table flits that load ``tables`` into the bank the data flits do not use; the
@@ -547,8 +629,12 @@ class FlitWriter:
                 nbits, codec = 8 * len(body), 0
             header = FlitHeader(codec=codec, table=False, bank=self._bank, last=last,
                                 stream=stream, count=take, bits=nbits)
-            flits.append(fmt.flit(header, body))
+            flit = fmt.flit(header, body)
+            if fmt.sequence == "stream":
+                flit = numbered(fmt, flit, stream_number(self._frames[stream], len(flits)))
+            flits.append(flit)
             if last:
+                self._frames[stream] += 1
                 return flits
 
     def _symbols(self, symbols):
@@ -574,6 +660,7 @@ class FlitReader:
         self._tables = [None, None]
         self._pieces = [b"", b""]
         self._frames = {}            # stream: the symbol arrays of its frame in progress
+        self._numbers = [(0, 0)] * fmt.streams  # each stream's next (frame, place)
         self.index = 0               # flits read
 
     @property
@@ -588,7 +675,7 @@ class FlitReader:
         if header.table:
             self._read_table(header, body, index)
             return None
-        return self._read_data(header, body, index)
+        return self._read_data(header, body, index, bytes(flit))
 
     def _check(self, flit, index):
         """The header and body of ``flit``, checked for what every flit must be."""
@@ -657,8 +744,18 @@ class FlitReader:
             raise FlitError("is a table flit, not a data flit", flit=index, field="table")
         return self._data_symbols(header, body, index)
 
-    def _read_data(self, header, body, index):
+    def _read_data(self, header, body, index, flit):
         symbols = self._data_symbols(header, body, index)
+        if self.fmt.sequence == "stream":
+            frame, place = self._numbers[header.stream]
+            number, want = flit[self.fmt.sequence_offset], stream_number(frame, place)
+            if number != want:
+                raise FlitError(f"is numbered {number:#04x} (frame {number >> 4}, place "
+                                f"{number & 15}); stream {header.stream} is at "
+                                f"{want:#04x}", flit=index, field="sequence")
+            self._numbers[header.stream] = (frame + 1, 0) if header.last else (frame,
+                                                                               place + 1)
+
         parts = self._frames.setdefault(header.stream, [])
         parts.append(symbols)
         if not header.last:

@@ -100,7 +100,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..golden.exponent import VALUE_BITS, ExponentTable
 from ..golden.huffman import HuffmanCodebook
-from ..golden.link import CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, LinkFormat, canonical_qlc
+from ..golden.link import (CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, STREAM_AHEAD, LinkFormat,
+                           canonical_qlc)
 from ..golden.qlc import QlcCode
 from . import crc, exponent, huffman, qlc
 from .exponent import ExponentRemapDecoder, ExponentRemapEncoder
@@ -222,7 +223,8 @@ class _Params:
     """The checked parameters both ends share."""
 
     def __init__(self, *, codec, streams, lanes, flit_bytes, link_bytes, tables,
-                 tables_in_band, retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY):
+                 tables_in_band, retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY,
+                 stream_numbers=False):
         if codec not in LINK_CODECS:
             raise ValueError(f"codec must be one of {', '.join(map(repr, LINK_CODECS))} in "
                              f"hardware, not {codec!r}")
@@ -232,9 +234,16 @@ class _Params:
         if retry_depth != 0 and retry_depth not in RETRY_DEPTHS:
             raise ValueError(f"retry_depth must be 0 (no retry) or one of "
                              f"{', '.join(map(str, RETRY_DEPTHS))} flits, not {retry_depth!r}")
+        if not isinstance(stream_numbers, bool):
+            raise TypeError(f"stream_numbers must be True or False, not {stream_numbers!r}")
+        if stream_numbers and retry_depth:
+            raise ValueError("stream_numbers is for a link without retry: with retry every "
+                             "flit is numbered in link order")
         self.retry_depth, self.ack_latency = retry_depth, check_ack_latency(ack_latency)
+        self.stream_numbers = stream_numbers
         self.fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes,
-                              sequence=retry_depth != 0)
+                              sequence="link" if retry_depth else
+                              "stream" if stream_numbers else None)
         check_link_shape(flit_bytes, link_bytes)
         if tables is not None and not isinstance(tables, (QlcCode, HuffmanCodebook,
                                                           ExponentTable)):
@@ -314,8 +323,9 @@ def _byte_of_row(row, column, link_bytes):
 def _flit_source(params):
     """The ports by which LinkTx's link side reads a full flit (a stream's, or a table
     flit): ``flit_valid``, ``row`` in and ``row_data`` out a cycle later, ``header`` and
-    ``end`` (the flit byte past its body) beside, and ``flit_taken`` after its last row."""
-    return {
+    ``end`` (the flit byte past its body) beside, and ``flit_taken`` after its last row;
+    with stream numbers, ``number`` beside them (a table flit's is 0)."""
+    members = {
         "flit_valid": Out(1),
         "flit_taken": In(1),
         "row": In(range(params.pieces)),
@@ -323,6 +333,9 @@ def _flit_source(params):
         "header": Out(32),
         "end": Out(range(params.flit_bytes + 1)),
     }
+    if params.stream_numbers:
+        members["number"] = Out(8)
+    return members
 
 
 class _TxStream(wiring.Component):
@@ -699,6 +712,16 @@ class _TxStream(wiring.Component):
         with m.If(self.flit_taken):
             # (The slot the link frees is never the one being filled.)
             m.d.sync += [out_slot.eq(~out_slot), full.bit_select(out_slot, 1).eq(0)]
+        if p.stream_numbers:
+            # The flit the link reads next is this stream's next in order: its number is
+            # the frame's on this stream and its place in it (golden stream_number).
+            frame, place = Signal(4), Signal(4)
+            m.d.comb += self.number.eq(Cat(place, frame))
+            with m.If(self.flit_taken):
+                with m.If(self.header[27]):
+                    m.d.sync += [frame.eq(frame + 1), place.eq(0)]
+                with m.Else():
+                    m.d.sync += place.eq(place + 1)
 
         # Chunks of each link bank closed and not yet sent (a chunk is a flit).
         for bank in range(2):
@@ -734,6 +757,11 @@ class _LinkBlock(wiring.Component):
     def retry_depth(self):
         """Flits kept for retry (0: no retry)."""
         return self._params.retry_depth
+
+    @property
+    def stream_numbers(self):
+        """Whether the flits are numbered stream by stream (a link without retry)."""
+        return self._params.stream_numbers
 
     @property
     def ack_latency(self):
@@ -878,11 +906,11 @@ class LinkTx(_LinkBlock):
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
                  link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True,
-                 retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY):
+                 retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY, stream_numbers=False):
         params = _checked(self, codec=codec, streams=streams, lanes=lanes,
                           flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
                           tables_in_band=tables_in_band, retry_depth=retry_depth,
-                          ack_latency=ack_latency)
+                          ack_latency=ack_latency, stream_numbers=stream_numbers)
         members = {f"i_s{index}": In(stream.Signature(
             symbol_layout(1, width=params.symbol_bits))) for index in range(streams)}
         if tables_in_band:
@@ -981,9 +1009,14 @@ class LinkTx(_LinkBlock):
         following = Signal.like(current)
         m.d.comb += following.eq(_index_of_one_hot(lowest))
 
-        meta_layout = data.StructLayout({
+        meta_fields = {
             "valid": 1, "current": range(max(2, count)), "first": 1, "last": 1,
-            "final": 1, "row": range(rows), "end": range(p.flit_bytes + 1), "header": 32})
+            "final": 1, "row": range(rows), "end": range(p.flit_bytes + 1), "header": 32}
+        if p.stream_numbers:
+            meta_fields["number"] = 8
+            number = Signal(8)
+            m.d.comb += number.eq(mux_tree([unit.number for unit in units], current, 8))
+        meta_layout = data.StructLayout(meta_fields)
         meta = [Signal(meta_layout, name=f"meta{n}") for n in range(5)]
         with m.If(~sending):
             with m.If(others.any()):
@@ -998,6 +1031,8 @@ class LinkTx(_LinkBlock):
                 meta[0].row.eq(row), meta[0].end.eq(end),
                 meta[0].header.eq(header),
             ]
+            if p.stream_numbers:
+                m.d.comb += meta[0].number.eq(number)
             m.d.sync += row.eq(row + 1)
             with m.If(row == rows - 1):
                 for index, unit in enumerate(units):
@@ -1033,12 +1068,17 @@ class LinkTx(_LinkBlock):
                                              piece_bits))
 
         shaped = meta[3]
+        # (With stream numbers, the number goes in its byte of the flit's last piece.)
+        number_column = (p.fmt.sequence_offset - (rows - 1) * piece_bytes
+                         if p.stream_numbers else None)
         out = []
         for column in range(piece_bytes):
             kept = Mux(keeps[1][column], _byte_of_row(selected, column, piece_bytes), 0)
             if column < HEADER_BYTES:
                 kept = Mux(shaped.first,
                            shaped.header.word_select(HEADER_BYTES - 1 - column, 8), kept)
+            if column == number_column:
+                kept = Mux(shaped.last, shaped.number, kept)
             out.append(kept)
         piece = Signal(piece_bits)
         m.d.comb += piece.eq(Cat(*reversed(out)))
@@ -1307,6 +1347,41 @@ class _RxStream(wiring.Component):
         with m.If(last_row):
             m.d.sync += slot.eq(~slot)
 
+        # Stream numbers (golden StreamCheck): each flit is judged as its last row is
+        # written, in this stream's flit order. A flit that fails its CRC, or whose
+        # number is behind the one expected (a repeat), is skipped: nothing of it goes
+        # out. Else it first gives ``ends`` error beats that end a frame (frame ends
+        # lost) and, with ``hole``, one error beat inside its frame (flits lost before
+        # it in its frame); then its symbols.
+        numbered = p.stream_numbers
+        if numbered:
+            skips = Signal(2)
+            ends = [Signal(4, name=f"ends{n}") for n in range(2)]
+            holes = Signal(2)
+            want_frame, want_place = Signal(4), Signal(4)
+            number = _byte_of_row(self.write_data,
+                                  p.fmt.sequence_offset - (rows - 1) * link_bytes, link_bytes)
+            got_place, got_frame = number[:4], number[4:]
+            frames = Signal(4)
+            places = Signal(4)
+            m.d.comb += [frames.eq(got_frame - want_frame), places.eq(got_place - want_place)]
+            behind = (frames > STREAM_AHEAD) | ((frames == 0) & (places > STREAM_AHEAD))
+            skip = ~self.write_good | behind
+            # (A one-row flit's header is in this very write.)
+            ends_frame = (top if rows == 1 else Mux(slot, headers[1], headers[0]))[27]
+            with m.If(last_row):
+                m.d.sync += [skips.bit_select(slot, 1).eq(skip),
+                             holes.bit_select(slot, 1).eq(
+                                 ~skip & Mux(frames != 0, got_place != 0, places != 0))]
+                for index, register in enumerate(ends):
+                    with m.If(slot == index):
+                        m.d.sync += register.eq(Mux(skip, 0, frames))
+                with m.If(~skip):
+                    with m.If(ends_frame):
+                        m.d.sync += [want_frame.eq(got_frame + 1), want_place.eq(0)]
+                    with m.Else():
+                        m.d.sync += [want_frame.eq(got_frame), want_place.eq(got_place + 1)]
+
         header = Signal(32)
         m.d.comb += header.eq(Mux(out_slot, headers[1], headers[0]))
         is_raw = header[30:32] == 0
@@ -1366,8 +1441,11 @@ class _RxStream(wiring.Component):
                 with m.If(held_empty):
                     # An empty flit: only a frame's end, if it is one; or a refused
                     # flit's error beat.
+                    # (With stream numbers an error beat ends a frame only where the
+                    # flit does: it stands for the flit's symbols.)
                     m.d.sync += [raw_out.symbols[0].eq(0), raw_out.count.eq(0),
-                                 raw_out.last.eq(1), raw_out.error.eq(held_error),
+                                 raw_out.last.eq(held_last if numbered else 1),
+                                 raw_out.error.eq(held_error),
                                  raw_out_valid.eq(held_last | held_error)]
                 with m.Else():
                     m.d.sync += [raw_out.symbols[0].eq(word if bf16 else byte),
@@ -1407,20 +1485,45 @@ class _RxStream(wiring.Component):
         active = Signal(reset_less=True)       # the decoder's bank, as switched: a table
         switching = Signal()                   # a switch write offered to the decoder
         refusing = Signal()                    # the flit being read gives an error beat
+        skipping = Signal() if numbered else Const(0, 1)   # ... or nothing (numbers)
         # Without tables in band both banks hold the elaboration tables, so the decoder
         # stays on its own (no switch, no config write: its tables fold into constants).
         bank_ok = (self.bank_valid.bit_select(h_bank, 1) if p.tables_in_band
                    else Const(1, 1))
         blocked = self.loading & (self.load_bank == h_bank)
-        with m.If(~reading):
-            # (A flit that failed its CRC gives the error beat, whatever its header says.)
-            bad = spoilt.bit_select(out_slot, 1)
+        if numbered:
+            # The error beats owed before the next flit's symbols.
+            owed_ends = Mux(out_slot, ends[1], ends[0])
+            owed_hole = holes.bit_select(out_slot, 1)
+            owed = full.bit_select(out_slot, 1) & ((owed_ends != 0) | owed_hole)
+            with m.If(~reading & owed):
+                # (In order: after every beat of the flits before, with nothing in hand.)
+                with m.If((outstanding == 0) & ~held & (~raw_out_valid | self.o.ready)):
+                    m.d.sync += [raw_out.symbols[0].eq(0), raw_out.count.eq(0),
+                                 raw_out.last.eq(owed_ends != 0), raw_out.error.eq(1),
+                                 raw_out_valid.eq(1)]
+                    with m.If(owed_ends != 0):
+                        for index, register in enumerate(ends):
+                            with m.If(out_slot == index):
+                                m.d.sync += register.eq(register - 1)
+                    with m.Else():
+                        m.d.sync += holes.bit_select(out_slot, 1).eq(0)
+            starting = m.Elif(~reading)
+        else:
+            starting = m.If(~reading)
+        with starting:
+            # (A flit that failed its CRC gives the error beat, whatever its header says;
+            # with stream numbers it is skipped, as a repeated flit is.)
+            bad = (skips if numbered else spoilt).bit_select(out_slot, 1)
             with m.If(full.bit_select(out_slot, 1) & ~switching & (is_raw | settled)):
                 with m.If(is_raw | bad | (~bank_ok & ~blocked) | malformed):
                     with m.If(outstanding == 0):
                         m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
                                      left.eq(Mux(is_raw & ~bad, h_count, 0)),
-                                     refusing.eq(~is_raw | bad)]
+                                     refusing.eq(~is_raw & ~bad if numbered
+                                                 else ~is_raw | bad)]
+                        if numbered:
+                            m.d.sync += skipping.eq(bad)
                 if p.tables_in_band:
                     with m.Elif(h_bank != active):
                         with m.If(~blocked):
@@ -1443,10 +1546,11 @@ class _RxStream(wiring.Component):
         with m.Elif(advance & ~coded_reading):
             # (An empty raw flit starts with none left: it is done at once.)
             done = left <= 1
-            flat = is_raw | refusing
+            flat = (is_raw | refusing | skipping) if numbered else (is_raw | refusing)
             m.d.sync += [held.eq(1), held_raw.eq(flat), held_empty.eq(flat & (left == 0)),
                          held_error.eq(refusing),
-                         held_done.eq(done), held_last.eq(h_last),
+                         held_done.eq(done),
+                         held_last.eq(h_last & ~skipping if numbered else h_last),
                          held_bits.eq(tail_bits),
                          held_select.eq(word_byte[:column_bits]),
                          word_byte.eq(word_byte + Mux(is_raw, symbol_bytes, 2)),
@@ -1456,6 +1560,8 @@ class _RxStream(wiring.Component):
         with m.If(freed):
             m.d.sync += [reading.eq(0), out_slot.eq(~out_slot),
                          full.bit_select(out_slot, 1).eq(0)]
+            if numbered:
+                m.d.sync += skipping.eq(0)
         with m.If(last_row):
             m.d.sync += [full.bit_select(slot, 1).eq(1),
                          spoilt.bit_select(slot, 1).eq(~self.write_good)]
@@ -1503,7 +1609,8 @@ class _RxStream(wiring.Component):
                     self.o.payload.symbols[0].eq(dec.symbols[lane]),
                     self.o.payload.count.eq(has_value),
                     self.o.payload.error.eq(~has_value & error),
-                    self.o.payload.last.eq(final & dec.last & (f_last | error)),
+                    self.o.payload.last.eq(final & dec.last
+                                           & (f_last if numbered else f_last | error)),
                     decoded.o.ready.eq(final & (self.o.ready | ~show)),
                 ]
                 with m.If(decoded.o.valid & (self.o.ready | ~show)):
@@ -1514,7 +1621,7 @@ class _RxStream(wiring.Component):
                     self.o.payload.symbols.eq(dec.symbols),
                     self.o.payload.count.eq(dec.count),
                     self.o.payload.error.eq(error),
-                    self.o.payload.last.eq(dec.last & (f_last | error)),
+                    self.o.payload.last.eq(dec.last & (f_last if numbered else f_last | error)),
                     decoded.o.ready.eq(self.o.ready),
                 ]
         pushed = decoding.w_en & decoding.w_rdy
@@ -1684,11 +1791,11 @@ class LinkRx(_LinkBlock):
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
                  link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True,
-                 retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY):
+                 retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY, stream_numbers=False):
         params = _checked(self, codec=codec, streams=streams, lanes=lanes,
                           flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
                           tables_in_band=tables_in_band, retry_depth=retry_depth,
-                          ack_latency=ack_latency)
+                          ack_latency=ack_latency, stream_numbers=stream_numbers)
         members = {"i": In(stream.Signature(word_layout(params.row_bits)))}
         for index in range(streams):
             members[f"o_s{index}"] = Out(stream.Signature(

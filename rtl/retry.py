@@ -2,7 +2,7 @@
 check at the receiver and a return channel between them.
 
 A link with retry has a sequence number in every flit (``LinkFormat(...,
-sequence=True)``, ``golden/link.py``): the byte before the CRC field. :class:`RetryTx`
+sequence="link")``, ``golden/link.py``): the byte before the CRC field. :class:`RetryTx`
 sits behind the flit maker: it numbers each flit as it takes it (the byte was 0; the CRC
 of the flit's last half is mended by adding the byte's part, as the CRC is linear), keeps
 it in a buffer of ``depth`` flits, and sends it. :class:`RetryRx` sits in front of the

@@ -73,7 +73,8 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
              tables=None, tables_in_band=True,
              idle="random", stall="random", seed=None, deal_frames=True, check_tx=True,
              build_root=None, faults=0, retry=True, retry_depth=None,
-             ack_latency=DEFAULT_ACK_LATENCY, ack_delay=DEFAULT_ACK_DELAY):
+             ack_latency=DEFAULT_ACK_LATENCY, ack_delay=DEFAULT_ACK_DELAY,
+             stream_numbers=False):
     """Run ``frames`` (symbol arrays, dealt to the streams round robin; or ``(stream,
     symbols)`` pairs with ``deal_frames=False``) over the link; return the figures.
 
@@ -127,7 +128,8 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     retry_depth = 0 if faults else (retry_depth or 0)
     pair = LinkPair(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
                     link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band,
-                    retry_depth=retry_depth, ack_latency=ack_latency)
+                    retry_depth=retry_depth, ack_latency=ack_latency,
+                    stream_numbers=stream_numbers)
     tables = pair.tx.tables
     fmt = pair.tx.format
     inputs, expected = link_io(fmt, frames)
@@ -135,6 +137,8 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     name = f"link_pair_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}{fixed}"
     if retry_depth:
         name += f"_r{retry_depth}_a{ack_latency}"
+    numbers = "_n" if stream_numbers else ""
+    name += numbers
     pause = {"i_config": [{"addr": 0, "data": int(stall != "none")}]}
     result = run_beats(pair, inputs=inputs, expected=expected, idle=idle, stall=stall,
                        seed=seed, build_root=build_root, name=name, config=pause,
@@ -147,7 +151,8 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     out = {
         "codec": codec, "streams": streams, "lanes": 1, "flit_bytes": flit_bytes,
         "tables_in_band": tables_in_band, "link_word_bytes": link_bytes,
-        "retry_depth": retry_depth, **_figures(stats, result),
+        "retry_depth": retry_depth, "stream_numbers": stream_numbers,
+        **_figures(stats, result),
     }
     if check_tx:
         # LinkTx's flits as they crossed the channel inside the pair, in the same run.
@@ -158,7 +163,7 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
                                link_bytes=link_bytes, idle=idle, stall=stall,
                                seed=result["seed"], build_root=build_root,
                                name=f"link_rx_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}"
-                                    f"{fixed}",
+                                    f"{fixed}{numbers}",
                                tables_in_band=tables_in_band))
     if idle == "none" and stall == "none":
         out["latency_cycles"] = _worst_latency(result, fmt.streams)
@@ -172,12 +177,15 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
 def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, seed,
                 build_root, name, tables_in_band):
     """LinkRx alone on ``sent`` (LinkTx's flits in link order) with ``count`` faults."""
-    from .faults import FAULT_KINDS, crc_good, inject, lossy_beats, score
+    from .faults import (FAULT_KINDS, arrivals, crc_good, hit_beats, inject, lossy_beats,
+                         score)
 
-    received, injected = inject(sent, count, seed=seed)
-    expected, spoilt = lossy_beats(fmt, tables, received)
+    by_stream = fmt.sequence == "stream"
+    received, injected = inject(sent, count, seed=seed, data_only=by_stream)
+    expected, spoilt, verdicts = lossy_beats(fmt, tables, received)
     rx = LinkRx(codec=fmt.codec, streams=fmt.streams, flit_bytes=fmt.flit_bytes,
-                link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band)
+                link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band,
+                stream_numbers=by_stream)
     hangs = 0
     try:
         result = run_beats(rx, inputs={"i": words_of_flits(received, link_bytes)},
@@ -187,15 +195,39 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
         hangs = int(any(len(output[port]) < len(beats) for port, beats in expected.items()))
     except RuntimeError:
         result, output, hangs = {"bit_exact": False}, {port: [] for port in expected}, 1
+    # Which received flit each sent flit became, and what the receiver made of it.
+    order = arrivals(len(sent), injected)
+    streams = [FlitHeader.unpack(flit).stream for flit in sent]
     kinds = {kind: {"injected": 0, "detected": 0} for kind in FAULT_KINDS}
     for fault in injected:
         kinds[fault.kind]["injected"] += 1
-        if fault.spoilt is not None and not crc_good(fault.spoilt):
-            kinds[fault.kind]["detected"] += 1
+        if fault.spoilt is not None:
+            seen = not crc_good(fault.spoilt)
+        elif not by_stream:
+            seen = False                    # nothing tells a lost or repeated flit
+        elif fault.kind == "duplicate":
+            seen = verdicts[order.index(fault.flit) + 1] == "skipped"
+        else:                               # drop: the stream's next good flit says so
+            nexts = [position for position, index in enumerate(order)
+                     if index > fault.flit and streams[index] == streams[fault.flit]
+                     and verdicts[position] in ("taken", "reported")]
+            seen = bool(nexts) and verdicts[nexts[0]] == "reported"
+        kinds[fault.kind]["detected"] += int(seen)
     detected = sum(kind["detected"] for kind in kinds.values())
-    return {"faults_injected": len(injected), "faults_detected": detected,
-            "faults": kinds, "retries": 0, "hangs": hangs, **score(frames, output),
-            "crc_errors": spoilt, "rx_bit_exact": bool(result["bit_exact"])}
+    out = {"faults_injected": len(injected), "faults_detected": detected,
+           "faults": kinds, "retries": 0, "hangs": hangs, **score(frames, output),
+           "crc_errors": spoilt, "rx_bit_exact": bool(result["bit_exact"]),
+           "stream_numbers": by_stream}
+    if by_stream:
+        # What only the hit flits' loss costs: their symbols, each run of them an
+        # error beat where it was; LinkRx's output against that.
+        hit = {fault.flit for fault in injected if fault.kind != "duplicate"}
+        out["symbols_hit"] = sum(FlitHeader.unpack(sent[index]).count for index in hit)
+        out["symbols_lost"] = (sum(np.asarray(frame).size for _, frame in frames)
+                               - sum(beat["count"] for beats in output.values()
+                                     for beat in beats))
+        out["only_hit_lost"] = output == hit_beats(fmt, tables, sent, hit)
+    return out
 
 
 def _figures(stats, result):
@@ -228,7 +260,7 @@ def _tx_exact(fmt, flits, per_stream):
         if taken.get(stream, 0) >= len(mine):
             return False
         want = mine[taken[stream]]
-        if flit != (numbered(fmt, want, index) if fmt.sequence else want):
+        if flit != (numbered(fmt, want, index) if fmt.sequence == "link" else want):
             return False
         taken[stream] += 1
     return all(taken[stream] == len(mine) for stream, mine in per_stream.items())
