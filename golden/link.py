@@ -96,9 +96,9 @@ SEQUENCES = (None, "link", "stream")
 #: in that frame (low 4 bits), each modulo 16.
 STREAM_NUMBER_BITS = 4
 #: How far ahead of the expected one a stream number may be and still count as ahead
-#: (flits of a frame, or frame ends, lost in a row); further (13 to 15) is behind: a
-#: flit repeated or older.
-STREAM_AHEAD = 12
+#: (flits of a frame, or frame ends, lost in a row); 15 ahead is 1 behind: a flit
+#: repeated.
+STREAM_AHEAD = 14
 
 #: Flit sizes a link can have, in bytes.
 FLIT_BYTES = (64, 128, 256)
@@ -538,12 +538,13 @@ class StreamCheck:
     (:func:`stream_number`) and ``last`` flag; a flit that fails its CRC is not taken
     (it changes nothing: its loss shows at the stream's next good flit).
 
-    A number ahead of the one expected by 1 to :data:`STREAM_AHEAD` (frames first, then
-    places in the same frame) says what was lost: frame ends (``ends``, one a frame) and
-    flits of this flit's frame before it (``hole``). Behind (13 to 15) it is a repeat:
-    ``skip``. So a stream may lose up to 12 frame ends, or 12 flits of a frame, in a row
-    and be told exactly; a loss of 13 or more in a row is taken for a repeat (its flit
-    skipped), and one of 16 goes unseen."""
+    A number ahead of the one expected by 1 to :data:`STREAM_AHEAD` (14; frames first,
+    then places in the same frame) says what was lost: frame ends (``ends``, one a
+    frame) and flits of this flit's frame before it (``hole``). One behind (15 ahead) it
+    is a repeat: ``skip``. So a stream may lose up to 14 frame ends, or 14 flits of a
+    frame, in a row and be told exactly; after 15 in a row the next flit is taken for a
+    repeat and skipped, and the one after it decodes with no error beat for them, as
+    after 16 in a row: those go unseen."""
 
     def __init__(self):
         self.frame = self.place = 0

@@ -139,7 +139,7 @@ def cmd_sim(args):
 
 #: Options of ``linkcodec sim link`` alone.
 LINK_OPTIONS = ("codec", "streams", "flit_bytes", "link_bytes", "fixed_tables",
-                "inject_faults", "no_retry", "retry_depth", "ack_latency")
+                "inject_faults", "no_retry", "retry_depth", "ack_latency", "stream_numbers")
 
 
 def _sim_link(args):
@@ -168,6 +168,7 @@ def _sim_link(args):
     arrays = [shard.symbols for shard in shards]
     code, described = _sim_tables(block, args, arrays)
     faults = _fault_count(args)
+    numbers = bool(args.stream_numbers or args.no_retry)
     result = run_link(arrays, codec=codec, streams=args.streams or 1, lanes=lanes,
                       flit_bytes=args.flit_bytes or 256, link_bytes=args.link_bytes or 64,
                       tables=link_tables(codec, code), tables_in_band=not args.fixed_tables,
@@ -175,7 +176,8 @@ def _sim_link(args):
                       stall="random" if args.stall is None else args.stall, seed=args.seed,
                       faults=faults, retry=not args.no_retry,
                       retry_depth=args.retry_depth or (DEFAULT_RETRY_DEPTH if faults else 0),
-                      ack_latency=args.ack_latency or DEFAULT_ACK_LATENCY)
+                      ack_latency=args.ack_latency or DEFAULT_ACK_LATENCY,
+                      stream_numbers=numbers)
     report = {"block": "link", **result,
               "compressibility": round(1 - result["link_bytes"] / result["raw_bytes"], 6)
               if result["raw_bytes"] else 0.0,
@@ -189,7 +191,8 @@ def _sim_link(args):
                  and not report["frames_lost"] and not report["frames_duplicated"]
                  and not report["symbols_wrong"])
     elif "faults_injected" in report:
-        exact = exact and report["rx_bit_exact"] and not report["hangs"]
+        exact = (exact and report["rx_bit_exact"] and not report["hangs"]
+                 and report["only_hit_lost"] and not report["symbols_wrong"])
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -198,6 +201,7 @@ def _sim_link(args):
               f"flit {report['flit_bytes']} bytes  link word {report['link_word_bytes']} "
               f"bytes  {table}"
               + (f"  retry {report['retry_depth']} flits" if report.get("retry_depth") else "")
+              + ("  stream numbers" if report.get("stream_numbers") else "")
               + f"  seed {report['seed']}")
         print(f"  {report['symbols']} symbols ({len(shards)} frames) in {report['cycles']} "
               f"cycles = {report['symbols_per_cycle']:.3f} symbols/cycle under random idle "
@@ -230,8 +234,11 @@ def _fault_line(report, retried):
                 f"{found}{report['retries']} retries, {report['flits_sent']} flits sent; "
                 f"{cost}LinkRx took what a go-back-N receiver takes: "
                 f"{'yes' if report['rx_model_exact'] else 'NO'}")
-    return (f"  faults (no retry): {found}{cost}LinkRx as the model of a receiver without "
-            f"retry: {'yes' if report['rx_bit_exact'] else 'NO'}")
+    return (f"  faults (no retry, stream numbers): {found}{cost}symbols lost "
+            f"{report['symbols_lost']} (in the hit flits {report['symbols_hit']}), each run "
+            f"of them an error beat where it was: "
+            f"{'yes' if report['only_hit_lost'] else 'NO'}; LinkRx as the model of a "
+            f"receiver without retry: {'yes' if report['rx_bit_exact'] else 'NO'}")
 
 
 def _fault_count(args):
@@ -240,6 +247,9 @@ def _fault_count(args):
     if args.inject_faults is None:
         if args.no_retry is not None:
             raise ValueError("--no-retry goes with --inject-faults N")
+        if args.stream_numbers and args.retry_depth:
+            raise ValueError("--stream-numbers is for a link without retry: with "
+                             "--retry-depth every flit is numbered in link order")
         if args.ack_latency is not None and args.retry_depth is None:
             raise ValueError("--ack-latency goes with --retry-depth FLITS or "
                              "--inject-faults N")
@@ -252,6 +262,9 @@ def _fault_count(args):
             if getattr(args, name) is not None:
                 raise ValueError(f"--{name.replace('_', '-')} is an option of the link "
                                  f"with retry, not with --no-retry")
+    elif args.stream_numbers:
+        raise ValueError("--stream-numbers with --inject-faults goes with --no-retry (a "
+                         "link with retry numbers its flits in link order)")
     return args.inject_faults
 
 
@@ -488,9 +501,13 @@ def build_parser():
                           "duplicated and garbage flits, stalls of the return channel, "
                           "in turn; seeded by --seed) on a link with go-back-N retry")
     sim.add_argument("--no-retry", action="store_true", default=None,
-                     help="link only, with --inject-faults: no retry: LinkRx alone on the "
-                          "spoilt flits; a flit that fails its CRC is dropped and its "
-                          "stream gets the error beat")
+                     help="link only, with --inject-faults: no retry, flits numbered on "
+                          "their streams: LinkRx alone on the spoilt flits; a flit that "
+                          "fails its CRC or repeats one is dropped, and the lost symbols "
+                          "are reported with error beats where they were")
+    sim.add_argument("--stream-numbers", action="store_true", default=None,
+                     help="link only, without retry: number each flit on its stream (as "
+                          "--no-retry does), here without faults: the pair's figures")
     sim.add_argument("--retry-depth", type=int, default=None, metavar="FLITS",
                      help="link only: go-back-N retry with this many flits kept by LinkTx, "
                           "a power of two to 128 (default: 16 with --inject-faults, else "

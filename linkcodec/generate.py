@@ -132,6 +132,10 @@ def add_link_arguments(parser):
     parser.add_argument("--ack-latency", type=int, default=None, metavar="CYCLES",
                         help="link-tx only, with --retry-depth: cycles without an ack "
                              "before LinkTx sends again (default 128)")
+    parser.add_argument("--stream-numbers", action="store_true", default=None,
+                        help="link-tx and link-rx only, without retry: each flit numbered "
+                             "on its stream, so LinkRx tells lost and repeated flits and "
+                             "reports their symbols missing with error beats")
 
 
 def link_options(args):
@@ -141,7 +145,8 @@ def link_options(args):
 
     given = {"codec": args.codec, "streams": args.streams, "flit_bytes": args.flit_bytes,
              "link_bytes": args.link_bytes, "fixed_tables": args.fixed_tables,
-             "retry_depth": args.retry_depth, "ack_latency": args.ack_latency}
+             "retry_depth": args.retry_depth, "ack_latency": args.ack_latency,
+             "stream_numbers": args.stream_numbers}
     blocks = getattr(args, "blocks", None) or [args.block]
     if not any(block in LINK_BLOCKS for block in blocks):
         for name, value in given.items():
@@ -152,7 +157,7 @@ def link_options(args):
         raise ValueError("--ack-latency goes with --retry-depth FLITS")
     defaults = {"codec": "qlc", "streams": 1, "flit_bytes": 256, "link_bytes": 64,
                 "fixed_tables": False, "retry_depth": 0,
-                "ack_latency": None}
+                "ack_latency": None, "stream_numbers": False}
     options = {name: defaults[name] if value is None else value
                for name, value in given.items()}
     options["tables_in_band"] = not options.pop("fixed_tables")
@@ -268,7 +273,7 @@ def axi_port_tables():
 
 def generate_link(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
                   tables_in_band=True, retry_depth=0, ack_latency=None,
-                  axi_stream=False, output):
+                  stream_numbers=False, axi_stream=False, output):
     """Write ``kind``'s Verilog and lint waivers into ``output``; return both paths."""
     from .link_hardware import link_component, link_module_name
     from .rtl.axi import AxiStreamWrapper
@@ -277,7 +282,8 @@ def generate_link(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link
         raise ValueError("--axi-stream and --retry-depth: the return channel (i_ack, o_ack) "
                          "is a plain signal, not an AXI stream; generate without "
                          "--axi-stream")
-    retry = {"retry_depth": retry_depth, "ack_latency": ack_latency}
+    retry = {"retry_depth": retry_depth, "ack_latency": ack_latency,
+             "stream_numbers": stream_numbers}
     component = link_component(kind, codec=codec, streams=streams, lanes=lanes,
                                flit_bytes=flit_bytes, link_bytes=link_bytes,
                                tables_in_band=tables_in_band, **retry)

@@ -21,7 +21,8 @@ LINK_BLOCKS = ("link-tx", "link-rx")
 
 
 def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
-                   tables=None, tables_in_band=True, retry_depth=0, ack_latency=None):
+                   tables=None, tables_in_band=True, retry_depth=0, ack_latency=None,
+                   stream_numbers=False):
     """``kind`` (``"link-tx"``, ``"link-rx"`` or ``"link-pair"``) built with these
     parameters (``ack_latency`` None: the default)."""
     from .rtl.link import DEFAULT_ACK_LATENCY, LinkPair, LinkRx, LinkTx
@@ -32,15 +33,18 @@ def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, lin
     return classes[kind](codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
                          link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band,
                          retry_depth=retry_depth,
-                         ack_latency=ack_latency or DEFAULT_ACK_LATENCY)
+                         ack_latency=ack_latency or DEFAULT_ACK_LATENCY,
+                         stream_numbers=stream_numbers)
 
 
 def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
-                     link_bytes=64, tables_in_band=True, retry_depth=0, ack_latency=None):
+                     link_bytes=64, tables_in_band=True, retry_depth=0, ack_latency=None,
+                     stream_numbers=False):
     """``linkcodec_link_tx_qlc_s16_l1``: what the module is, its codec, streams and lanes,
     its flit and link word bytes where not the default (``_f64``, ``_w32``),
-    ``_fixed`` for tables fixed at elaboration (no tables in band), and ``_r16`` for
-    retry with 16 flits kept (``_a64`` an ack latency not the default)."""
+    ``_fixed`` for tables fixed at elaboration (no tables in band), ``_r16`` for
+    retry with 16 flits kept (``_a64`` an ack latency not the default) and ``_n`` for
+    stream numbers."""
     name = f"linkcodec_{kind.replace('-', '_')}_{codec}_s{streams}_l{lanes}"
     if flit_bytes != 256:
         name += f"_f{flit_bytes}"
@@ -52,6 +56,8 @@ def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         name += f"_r{retry_depth}"
         if ack_latency is not None and kind != "link-rx":
             name += f"_a{ack_latency}"
+    if stream_numbers:
+        name += "_n"
     return name
 
 
@@ -70,7 +76,7 @@ def link_sample(codec):
 
 def link_throughput(*, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
                     tables_in_band=True, retry_depth=0, ack_latency=None, frames=None,
-                    build_root=None):
+                    build_root=None, stream_numbers=False):
     """``linkcodec sim link``'s figures with no idle cycle and no backpressure, for
     ``frames`` dealt to the streams, or by default the bundled sample's step-3 tensors,
     one after another, cut into ``streams`` frames of equal size: every stream gets the
@@ -84,4 +90,5 @@ def link_throughput(*, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_byt
                     flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
                     tables_in_band=tables_in_band, idle="none", stall="none", seed=1,
                     check_tx=False, build_root=build_root, retry_depth=retry_depth,
+                    stream_numbers=stream_numbers,
                     **({} if ack_latency is None else {"ack_latency": ack_latency}))

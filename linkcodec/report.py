@@ -97,6 +97,7 @@ def run(args):
 
 def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
                     link_bytes=64, tables_in_band=True, retry_depth=0, ack_latency=None,
+                    stream_numbers=False,
                     seeds=1, build_root=None, progress=False):
     """One entry of ``linkcodec report --json`` for the link block ``kind``."""
     import tempfile
@@ -111,13 +112,15 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         verilog = generate_link(kind, codec=codec, streams=streams, lanes=lanes,
                                 flit_bytes=flit_bytes, link_bytes=link_bytes,
                                 tables_in_band=tables_in_band, retry_depth=retry_depth,
-                                ack_latency=ack_latency, output=scratch)[0]
+                                ack_latency=ack_latency, stream_numbers=stream_numbers,
+                                output=scratch)[0]
         top = verilog.stem
         fpga = ecp5([verilog], top, build_dir=build_root, seeds=seeds, progress=progress)
         asic = gates_nand2([verilog], top, build_dir=build_root)
     sim = link_throughput(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
                           link_bytes=link_bytes, tables_in_band=tables_in_band,
-                          retry_depth=retry_depth, ack_latency=ack_latency)
+                          retry_depth=retry_depth, ack_latency=ack_latency,
+                          stream_numbers=stream_numbers)
     fmax = fpga["fmax_mhz"]
     return {
         "block": kind,
@@ -127,6 +130,7 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         "word_width": 8 * link_bytes,
         "tables_in_band": tables_in_band,
         "retry_depth": retry_depth,
+        "stream_numbers": stream_numbers,
         "device": f"LFE5U-{fpga['device'].upper().removesuffix('K')}F speed {fpga['speed']}",
         "luts": fpga["luts"],
         "ffs": fpga["ffs"],

@@ -74,7 +74,7 @@ def test_lossy_beats_and_the_score_of_each_kind():
     fmt = LinkFormat("qlc", streams=2, flit_bytes=64)
     frames = _frames()
     flits = _flits(fmt, frames)
-    output, spoilt = lossy_beats(fmt, CODE, flits)
+    output, spoilt, _ = lossy_beats(fmt, CODE, flits)
     assert spoilt == 0
     assert score(frames, output) == {"frames_lost": 0, "frames_duplicated": 0,
                                      "symbols_wrong": 0, "frames_flagged": 0}
@@ -85,15 +85,16 @@ def test_lossy_beats_and_the_score_of_each_kind():
     assert start < ends[-1] and FlitHeader.unpack(flits[start]).stream == 1
     spoilt_flit = bytearray(flits[start])
     spoilt_flit[9] ^= 1
-    output, spoilt = lossy_beats(fmt, CODE, flits[:start] + [bytes(spoilt_flit)]
-                                 + flits[start + 1:])
+    output, spoilt, verdicts = lossy_beats(fmt, CODE, flits[:start] + [bytes(spoilt_flit)]
+                                           + flits[start + 1:])
+    assert verdicts[start] == "spoilt" and set(verdicts) == {"taken", "spoilt"}
     assert spoilt == 1
     result = score(frames, output)
     assert result["frames_flagged"] == 1 and result["frames_lost"] == 1
     cut = FlitHeader.unpack(flits[start]).count
-    output, _ = lossy_beats(fmt, CODE, flits[:start] + flits[start + 1:])
+    output, _, _ = lossy_beats(fmt, CODE, flits[:start] + flits[start + 1:])
     assert score(frames, output) == {"frames_lost": 1, "frames_duplicated": 0,
                                      "symbols_wrong": frames[-1][1].size - cut,
                                      "frames_flagged": 0}
-    output, _ = lossy_beats(fmt, CODE, flits[:start + 1] + flits[start:])
+    output, _, _ = lossy_beats(fmt, CODE, flits[:start + 1] + flits[start:])
     assert score(frames, output)["symbols_wrong"] == frames[-1][1].size + cut

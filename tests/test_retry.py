@@ -54,7 +54,7 @@ def _frames(seed, sizes=(0, 1, 700, 2600, 300, 4000)):
 @pytest.mark.parametrize("flit_bytes", [64, 128, 256])
 def test_sequence_byte_sits_before_the_crc_field(flit_bytes):
     plain = LinkFormat("qlc", flit_bytes=flit_bytes)
-    fmt = LinkFormat("qlc", flit_bytes=flit_bytes, sequence=True)
+    fmt = LinkFormat("qlc", flit_bytes=flit_bytes, sequence="link")
     assert fmt.body_bytes == plain.body_bytes - 1 and plain.sequence_bytes == 0
     assert fmt.sequence_offset == flit_bytes - fmt.crc_bytes - 1
     assert fmt.sequence_offset == 4 + fmt.body_bytes           # right after the body
@@ -84,9 +84,10 @@ def test_sequence_byte_sits_before_the_crc_field(flit_bytes):
 
 def test_sequence_refusals():
     plain = LinkFormat("qlc")
-    fmt = LinkFormat("qlc", sequence=True)
-    with pytest.raises(TypeError, match="sequence must be True or False, not 1"):
-        LinkFormat("qlc", sequence=1)
+    fmt = LinkFormat("qlc", sequence="link")
+    for wrong in (1, True, "links"):
+        with pytest.raises(ValueError, match="sequence must be None, 'link' or 'stream'"):
+            LinkFormat("qlc", sequence=wrong)
     with pytest.raises(ValueError, match="has no sequence number"):
         numbered(plain, bytes(256), 0)
     with pytest.raises(ValueError, match="is 256 bytes, not 255"):
@@ -97,7 +98,7 @@ def test_sequence_refusals():
         numbered(fmt, bytes(256), -1)
     with pytest.raises(TypeError, match="sequence must be an integer"):
         numbered(fmt, bytes(256), 1.5)
-    assert "sequence=True" in repr(fmt) and "sequence" not in repr(plain)
+    assert "sequence='link'" in repr(fmt) and "sequence" not in repr(plain)
 
 
 # -- parameters ------------------------------------------------------------------------
@@ -269,7 +270,7 @@ def test_retry_blocks_drive_each_other(seed):
     """RetryTx drives RetryRx directly: 600 flits (64 bytes, a word each; their numbers
     wrap twice) come out in order, each numbered with its place and sealed, under idle
     cycles and backpressure, with a buffer of 2 flits (the sender waits for acks)."""
-    fmt = LinkFormat("qlc", flit_bytes=64, sequence=True)
+    fmt = LinkFormat("qlc", flit_bytes=64, sequence="link")
     rng = np.random.default_rng(seed)
     flits = [seal(rng.integers(0, 256, 61, dtype=np.uint8).tobytes() + bytes(3))
              for _ in range(600)]

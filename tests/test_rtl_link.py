@@ -29,7 +29,7 @@ def _files(codec):
     return BF16_FILES if codec == "exponent" else FILES
 
 
-def _tables(codec):
+def sample_tables(codec):
     """The tables ``linkcodec sim link`` fits on the codec's files (so the builds are
     shared)."""
     block = get_block(f"{codec}-encoder")
@@ -38,7 +38,7 @@ def _tables(codec):
     return link_tables(codec, tables)
 
 
-def _frames(fmt, rng):
+def link_frames(fmt, rng):
     """Frames of no symbols, one, many flits, incompressible ones, and the boundaries
     of the raw/coded choice: exactly a raw flit of symbols, and one more. For bf16 also
     a frame with one escape in 3,000 values (the last exponent of the table otherwise)
@@ -46,7 +46,7 @@ def _frames(fmt, rng):
     tensor = np.load(_files(fmt.codec)[0]).reshape(-1)
     frames = [tensor[:0], tensor[:1], tensor[:3000]]
     if fmt.codec == "exponent":
-        table = _tables("exponent")
+        table = sample_tables("exponent")
         one = (table.exponents[-1] << 7 | np.arange(3000) % 256).astype(np.uint16)
         escape = next(e for e in range(256) if e not in table.exponents)
         one[1234] = escape << 7
@@ -85,9 +85,9 @@ def test_link_round_trip(codec, streams, flit_bytes, link_bytes, seed):
     backpressure at the outputs and a pausing channel; LinkTx's flits are the golden
     writer's, byte for byte."""
     fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
-    frames = _frames(fmt, np.random.default_rng(streams))
+    frames = link_frames(fmt, np.random.default_rng(streams))
     result = run_link(frames, codec=codec, streams=streams, flit_bytes=flit_bytes,
-                      link_bytes=link_bytes, tables=_tables(codec), seed=seed)
+                      link_bytes=link_bytes, tables=sample_tables(codec), seed=seed)
     assert result["bit_exact"], (result["seed"], result.get("mismatch"))
     assert result["tx_bit_exact"], result["seed"]
     assert result["raw_flits"] > 0 and result["flits"] > result["raw_flits"] + 1
@@ -108,11 +108,11 @@ def test_link_round_trip(codec, streams, flit_bytes, link_bytes, seed):
 def test_link_survives_a_reset_in_mid_stream(codec, streams, flit_bytes, link_bytes,
                                              tables_in_band, seed):
     shape = {"flit_bytes": flit_bytes, "link_bytes": link_bytes}
-    pair = LinkPair(codec=codec, streams=streams, tables=_tables(codec),
+    pair = LinkPair(codec=codec, streams=streams, tables=sample_tables(codec),
                     tables_in_band=tables_in_band, **shape)
     fmt = pair.tx.format
     rng = np.random.default_rng(9)
-    frames = [(index % streams, frame) for index, frame in enumerate(_frames(fmt, rng))]
+    frames = [(index % streams, frame) for index, frame in enumerate(link_frames(fmt, rng))]
     inputs, expected = link_io(fmt, frames)
     files = _files(codec)
     early, _ = link_io(fmt, [(0, np.load(files[1]).reshape(-1)[:5000]),
@@ -401,7 +401,7 @@ def test_rx_loads_tables_in_band(codec, seed):
     random idle cycles on the link and backpressure on every stream."""
     fmt = LinkFormat(codec, streams=3, flit_bytes=256)
     tensor = np.load(FILES[0]).reshape(-1)
-    base = _tables(codec)
+    base = sample_tables(codec)
     order = np.argsort(-np.bincount(tensor, minlength=256), kind="stable")
     tables = [_swapped(base, order[0], order[k]) for k in range(1, 8)]
     writer = FlitWriter(fmt)
@@ -444,10 +444,10 @@ def test_rx_loads_tables_in_band(codec, seed):
 def test_tx_flits_with_one_stream_in_order():
     """With one stream the flits' order is fixed too: LinkTx's words are the golden
     writer's flits, in order, under backpressure."""
-    code = _tables("qlc")
+    code = sample_tables("qlc")
     tx = LinkTx(codec="qlc", streams=1, flit_bytes=128, link_bytes=32, tables=code)
     fmt = tx.format
-    frames = _frames(fmt, np.random.default_rng(4))[:4]
+    frames = link_frames(fmt, np.random.default_rng(4))[:4]
     writer = FlitWriter(fmt)
     writer.load(code)
     want = [flit for frame in frames for flit in writer.frame(frame)]
@@ -481,11 +481,11 @@ def test_sim_link_fixed_tables(capsys, monkeypatch):
     flits are the golden writer's. (The tables come from all four FILEs, as for the
     other tests of this build; the run takes each file's first 3,000 symbols, which
     test_sim_link_command runs whole with the same data path: the whole run took 160 s.)
-    Then (``--inject-faults 25 --no-retry``) LinkRx alone on LinkTx's flits with 25
-    faults, 5 of each kind (the build of test_rx_with_fixed_tables_drops_table_flits):
-    every flip, burst and garbage flit is caught by the CRC; LinkRx gives what a
-    receiver without retry should, and does not hang. (Lost and duplicated flits pass
-    unseen until the link numbers its flits: the report counts what they cost.)"""
+    Then (``--inject-faults 25 --no-retry``: flits numbered on their streams) LinkRx
+    alone on LinkTx's flits with 25 faults, 5 of each kind: every flip, burst and
+    garbage flit is caught by the CRC, every repeat by its number, and every lost flit
+    that a flit of its stream follows; LinkRx gives what a receiver without retry
+    should, loses only the hit flits' symbols, and does not hang."""
     from linkcodec.sim import link
 
     whole = link.run_link
@@ -503,10 +503,12 @@ def test_sim_link_fixed_tables(capsys, monkeypatch):
         assert key in report, key
     assert report["faults_injected"] == 25 and report["retries"] == 0
     assert all(kind["injected"] == 5 for kind in report["faults"].values())
-    for kind in ("flip", "burst", "garbage"):
+    for kind in ("flip", "burst", "garbage", "duplicate"):
         assert report["faults"][kind]["detected"] == 5, (report["seed"], report["faults"])
-    assert report["faults_detected"] >= 15 and report["frames_flagged"] >= 1
+    assert report["faults"]["drop"]["detected"] >= 5 - 2 and report["frames_flagged"] >= 1
     assert report["hangs"] == 0 and report["rx_bit_exact"], report["seed"]
+    assert report["stream_numbers"] and report["only_hit_lost"], report["seed"]
+    assert report["symbols_lost"] == report["symbols_hit"] > 0
 
 
 @pytest.mark.xdist_group("link-qlc-fixed")
@@ -514,7 +516,7 @@ def test_rx_with_fixed_tables_drops_table_flits(seed):
     """A LinkRx without tables in band drops table flits (they change nothing: its code
     is the elaboration's) and decodes every data flit with its own code, a flit naming
     bank 1 included (both banks hold it)."""
-    code = _tables("qlc")
+    code = sample_tables("qlc")
     fmt = LinkFormat("qlc", streams=2, flit_bytes=256)
     tensor = np.load(FILES[0]).reshape(-1)
     writer = FlitWriter(fmt)
@@ -689,7 +691,7 @@ def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes, seed)
     each image in 3 table flits, other streams' flits between them.)"""
     fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
     tensor = np.load(_files(codec)[0]).reshape(-1)
-    base = _tables(codec)
+    base = sample_tables(codec)
     if codec == "exponent":
         order = list(base.exponents)        # the most frequent exponents first
     else:

@@ -1,0 +1,287 @@
+"""A link without retry that tells what it lost (issue 17): stream numbers in golden
+(the writer's numbers, the reader's check, StreamCheck's verdicts at their boundaries),
+the model of the receiver against what the hit flits alone should cost, and LinkTx /
+LinkRx with ``stream_numbers=True`` against both under Verilator."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from linkcodec.cli import main
+from linkcodec.golden.link import (STREAM_AHEAD, FlitError, FlitHeader, FlitReader,
+                                   FlitWriter, LinkFormat, StreamCheck, Verdict, deal,
+                                   flits_from_frames, frames_from_flits, numbered,
+                                   stream_number)
+from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx
+from linkcodec.sim.faults import (FAULT_KINDS, arrivals, crc_good, hit_beats, inject,
+                                  lossy_beats, score)
+from linkcodec.sim.harness import first_mismatch, run_beats
+from linkcodec.sim.link import link_io, run_link, words_of_flits
+
+from test_rtl_link import FILES, link_frames, sample_tables
+
+
+def _frames(seed, sizes=(0, 1, 700, 2600, 300, 4000, 9000, 5)):
+    rng = np.random.default_rng(seed)
+    return [np.minimum(rng.geometric(0.2, size), 255).astype(np.uint8) for size in sizes]
+
+
+def _writer(fmt, tables=None):
+    writer = FlitWriter(fmt)
+    table_flits = writer.load(tables) if tables is not None else []
+    return writer, table_flits
+
+
+# -- golden ----------------------------------------------------------------------------
+
+def test_the_writer_numbers_each_stream_by_frame_and_place():
+    fmt = LinkFormat("qlc", streams=2, flit_bytes=64, sequence="stream")
+    plain = LinkFormat("qlc", streams=2, flit_bytes=64)
+    assert fmt.body_bytes == plain.body_bytes - 1
+    assert fmt.sequence_offset == 64 - fmt.crc_bytes - 1
+    frames = deal(_frames(1, sizes=(0, 1500, 30, 1100, 3)), 2)
+    flits = flits_from_frames(fmt, frames)
+    places = {0: [0, 0], 1: [0, 0]}          # each stream's frame and place
+    for flit in flits:
+        header = FlitHeader.unpack(flit)
+        frame, place = places[header.stream]
+        assert flit[fmt.sequence_offset] == (frame % 16) << 4 | place % 16
+        assert crc_good(flit)
+        places[header.stream] = [frame + 1, 0] if header.last else [frame, place + 1]
+    assert max(FlitHeader.unpack(flit).count for flit in flits) > 0
+    assert sum(1 for flit in flits if flit[fmt.sequence_offset] & 15 == 15) > 0  # wraps
+    got = frames_from_flits(fmt, flits)
+    assert [(s, f.tolist()) for s, f in got] == [(s, f.tolist()) for s, f in frames]
+
+
+def test_the_reader_refuses_a_flit_out_of_its_streams_order():
+    fmt = LinkFormat("qlc", streams=2, flit_bytes=64, sequence="stream")
+    flits = flits_from_frames(fmt, deal(_frames(2, sizes=(200, 200, 5)), 2))
+    reader = FlitReader(fmt)
+    reader.read(flits[0])
+    with pytest.raises(FlitError, match=r"flit 1: is numbered 0x02 \(frame 0, place 2\); "
+                                        r"stream 0 is at 0x01") as error:
+        reader.read(flits[2])
+    assert error.value.field == "sequence"
+    # A numbered flit of another format's order: the retry layer's number is refused.
+    reader = FlitReader(fmt)
+    with pytest.raises(FlitError, match="is numbered 0x07"):
+        reader.read(numbered(fmt, flits[0], 7))
+
+
+def test_stream_number_and_format_refusals():
+    assert stream_number(0, 0) == 0 and stream_number(15, 15) == 0xFF
+    assert stream_number(16, 17) == 0x01 and stream_number(3, 2) == 0x32
+    with pytest.raises(ValueError, match="0 or more, not -1 and 0"):
+        stream_number(-1, 0)
+    with pytest.raises(TypeError):
+        stream_number(1.5, 0)
+    with pytest.raises(ValueError, match="sequence must be None, 'link' or 'stream'"):
+        LinkFormat("qlc", sequence="streams")
+    assert "sequence='stream'" in repr(LinkFormat("qlc", sequence="stream"))
+    with pytest.raises(ValueError, match="a stream number is a byte, not 256"):
+        StreamCheck().take(256, False)
+
+
+def _check_at(frame, place):
+    check = StreamCheck()
+    check.frame, check.place = frame, place
+    return check
+
+
+@pytest.mark.parametrize("start", [(0, 0), (5, 9), (15, 14)])
+def test_stream_check_at_its_boundaries(start):
+    """Ahead by 1 to 14 places: one error beat inside the frame; 15 (one behind): a
+    repeat, skipped (and the expectation stays). Ahead by 1 to 14 frames: that many frame
+    ends; 15: skipped. Everything modulo 16."""
+    frame, place = start
+    assert _check_at(*start).take(stream_number(frame, place), False) == Verdict(False, 0,
+                                                                                  False)
+    for ahead in (1, STREAM_AHEAD):
+        check = _check_at(*start)
+        assert check.take(stream_number(frame, place + ahead), False) == Verdict(False, 0,
+                                                                                  True)
+        assert (check.frame, check.place) == (frame, (place + ahead + 1) % 16)
+    for behind in (STREAM_AHEAD + 1, 15):
+        check = _check_at(*start)
+        assert check.take(stream_number(frame, place + behind), True).skip
+        assert (check.frame, check.place) == start
+    for ahead in (1, STREAM_AHEAD):
+        # a frame's first flit after frame ends lost: no hole; a later one: a hole too
+        assert _check_at(*start).take(stream_number(frame + ahead, 0), False) == Verdict(
+            False, ahead, False)
+        check = _check_at(*start)
+        assert check.take(stream_number(frame + ahead, 3), True) == Verdict(False, ahead,
+                                                                             True)
+        assert (check.frame, check.place) == ((frame + ahead + 1) % 16, 0)
+    for behind in (STREAM_AHEAD + 1, 15):
+        assert _check_at(*start).take(stream_number(frame + behind, place), False).skip
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_receiver_model_loses_only_the_hit_flits(seed):
+    """lossy_beats (the receiver, by its numbers) gives exactly hit_beats (each hit flit's
+    symbols an error beat where they were, from the hit set alone) for every kind of
+    fault, many frames of many flits and two streams, at up to 40 % of flits hit."""
+    fmt = LinkFormat("qlc", streams=2, flit_bytes=64, sequence="stream")
+    frames = deal(_frames(seed) + _frames(seed + 10, sizes=(5, 3, 80, 2)), 2)
+    writer, table_flits = _writer(fmt, _code())
+    data = [flit for stream, frame in frames for flit in writer.frame(frame, stream)]
+    received, faults = inject(data, len(data) * 2 // 5, seed=seed)
+    beats, spoilt, verdicts = lossy_beats(fmt, _code(), received)
+    hit = {fault.flit for fault in faults if fault.kind != "duplicate"}
+    assert beats == hit_beats(fmt, _code(), data, hit)
+    assert spoilt == sum(1 for fault in faults if fault.spoilt is not None)
+    # every repeat is skipped; every lost flit with a flit of its stream after it is told
+    order = arrivals(len(data), faults)
+    for fault in faults:
+        if fault.kind == "duplicate":
+            assert verdicts[order.index(fault.flit) + 1] == "skipped"
+    result = score(frames, beats)
+    assert result["symbols_wrong"] == 0 and result["frames_duplicated"] == 0
+    lost = sum(FlitHeader.unpack(data[index]).count for index in hit)
+    out = sum(beat["count"] for port in beats.values() for beat in port)
+    assert out == sum(frame.size for _, frame in frames) - lost
+
+
+def test_hit_beats_by_hand():
+    """One stream, frames A (3 flits) and B (2 flits): the middle of A lost, then A's end
+    and B's start lost together."""
+    fmt = LinkFormat("qlc", flit_bytes=64, sequence="stream")
+    writer, _ = _writer(fmt, _code())
+    a = writer.frame(np.arange(150, dtype=np.uint8) + 100)   # raw: 57 a flit
+    b = writer.frame(np.arange(100, dtype=np.uint8) + 100)
+    assert (len(a), len(b)) == (3, 2)
+    assert all(FlitHeader.unpack(flit).codec == 0 for flit in a + b)
+    got = hit_beats(fmt, _code(), a + b, {1})["o_s0"]
+    assert [beat["error"] for beat in got].count(1) == 1
+    assert got[57] == {"symbols": [0], "count": 0, "last": 0, "error": 1}
+    assert sum(beat["count"] for beat in got) == 150 + 100 - 57
+    got = hit_beats(fmt, _code(), a + b, {2, 3})["o_s0"]
+    errors = [beat for beat in got if beat["error"]]
+    assert errors == [{"symbols": [0], "count": 0, "last": 1, "error": 1},
+                      {"symbols": [0], "count": 0, "last": 0, "error": 1}]
+    assert sum(beat["last"] for beat in got) == 2           # two frames, as sent
+    # the model of the receiver agrees
+    beats, _, _ = lossy_beats(fmt, _code(), [a[0], a[1], b[1]])
+    assert beats["o_s0"] == got
+
+
+def _code():
+    from linkcodec.golden.qlc import QlcCode, QlcLayout
+    return QlcCode(QlcLayout.base(), np.arange(256))
+
+
+# -- hardware --------------------------------------------------------------------------
+
+def test_parameters():
+    with pytest.raises(ValueError, match="stream_numbers is for a link without retry"):
+        LinkTx(stream_numbers=True, retry_depth=16)
+    with pytest.raises(TypeError, match="stream_numbers must be True or False, not 1"):
+        LinkRx(stream_numbers=1)
+    tx, rx = LinkTx(stream_numbers=True), LinkRx(stream_numbers=True)
+    for block in (tx, rx):
+        block._MustUse__silence = True
+        assert block.stream_numbers and block.format.sequence == "stream"
+    assert "i_ack" not in tx.signature.members
+
+
+@pytest.mark.xdist_group("link-rx-numbers")
+def test_rx_boundaries_repeats_and_skipped_coded_flits(seed):
+    """LinkRx with stream numbers on flits crafted at StreamCheck's boundaries, as the
+    model says, under idle cycles and backpressure: 14 flits of a frame lost (one error
+    beat) and 15 (the next taken for a repeat), 14 frame ends lost and 15; a repeated
+    coded flit and a coded flit that fails its CRC, each followed by a coded flit (a
+    skipped coded flit once left the next read as raw)."""
+    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, stream_numbers=True)
+    fmt, tables = rx.format, rx.tables
+    writer, table_flits = _writer(fmt, tables)
+    rng = np.random.default_rng(5)
+    long = writer.frame(rng.integers(0, 256, 57 * 40, dtype=np.uint8))   # 40 raw flits
+    assert len(long) == 40
+    shorts = [writer.frame(np.full(5, k, dtype=np.uint8), 1) for k in range(34)]
+    assert all(len(flits) == 1 for flits in shorts)
+    coded = writer.frame(np.zeros(2000, dtype=np.uint8), 0)
+    assert all(FlitHeader.unpack(flit).codec == 1 for flit in coded[:-1])
+    spoilt = bytearray(coded[1])
+    spoilt[20] ^= 0x10
+    sequence = (long[:2] + long[16:18]                 # 14 lost: a hole
+                + long[33:34] + [f for s in shorts[:2] for f in s]   # 15 lost: skipped
+                + shorts[16] + shorts[32]              # 14 ends lost, then 15
+                + coded[:1] + coded[:1] + [bytes(spoilt)] + coded[2:])
+    received = table_flits + sequence
+    expected, _, verdicts = lossy_beats(fmt, tables, received)
+    assert verdicts[len(table_flits):][:9] == ["taken", "taken", "reported", "taken",
+                                                "skipped", "taken", "taken", "reported",
+                                                "skipped"]
+    assert "skipped" in verdicts[-len(coded) - 1:] and "spoilt" in verdicts[-len(coded):]
+    errors = [beat for beat in expected["o_s1"] if beat["error"]]
+    assert sum(beat["last"] for beat in errors) == 14
+    result = run_beats(rx, inputs={"i": words_of_flits(received, 16)}, expected=expected,
+                       idle="random", stall="random", seed=seed, name="link_rx_numbers")
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+
+
+@pytest.mark.xdist_group("link-numbers")
+def test_link_with_stream_numbers_round_trip_and_faults(seed):
+    """LinkTx driving LinkRx, both numbered: bit-exact and LinkTx's flits the golden
+    writer's (numbers included); then LinkRx alone on those flits with 40 faults of
+    every kind: what the model says, only the hit flits' symbols lost, every spoilt and
+    repeated flit detected, and every lost one that a flit of its stream follows."""
+    fmt = LinkFormat("exponent", streams=2, flit_bytes=128)
+    frames = link_frames(fmt, np.random.default_rng(2))
+    result = run_link(frames + frames[::-1], codec="exponent", streams=2, flit_bytes=128,
+                      link_bytes=32, tables=sample_tables("exponent"), seed=seed,
+                      stream_numbers=True, faults=40, retry=False)
+    assert result["bit_exact"] and result["tx_bit_exact"], result["seed"]
+    assert result["stream_numbers"] and result["faults_injected"] == 40
+    assert result["rx_bit_exact"] and not result["hangs"], result["seed"]
+    assert result["only_hit_lost"], result["seed"]
+    assert result["symbols_lost"] == result["symbols_hit"] > 0
+    assert result["symbols_wrong"] == 0 and result["frames_duplicated"] == 0
+    for kind in ("flip", "burst", "garbage", "duplicate"):
+        assert result["faults"][kind]["detected"] == 8, (result["seed"], result["faults"])
+    # (a stream's last flit lost is told by no later flit: at most one a stream)
+    assert result["faults"]["drop"]["detected"] >= 8 - 2, result["seed"]
+
+
+@pytest.mark.xdist_group("link-numbers")
+def test_link_with_stream_numbers_survives_a_reset_in_mid_stream(seed):
+    """Both ends reset together in mid-stream start their numbers again at 0."""
+    pair = LinkPair(codec="exponent", streams=2, flit_bytes=128, link_bytes=32,
+                    tables=sample_tables("exponent"), stream_numbers=True)
+    fmt = pair.tx.format
+    frames = deal(link_frames(fmt, np.random.default_rng(9)), 2)
+    inputs, expected = link_io(fmt, frames)
+    early, _ = link_io(fmt, [(0, frames[2][1][:2000]), (1, frames[-1][1][:2000])])
+    result = run_beats(pair, inputs=inputs, expected=expected, idle="random",
+                       stall="random", name="link_pair_exponent_s2_f128_w32_n",
+                       config={"i_config": [{"addr": 0, "data": 1}]}, seed=seed,
+                       before_reset=(early, 700))
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+    assert sum(result["taken_before_reset"].values()) > 0
+
+
+def test_sim_link_stream_numbers_refusals(capsys):
+    for argv, message in (
+            (["--stream-numbers", "--retry-depth", "16"],
+             "--stream-numbers is for a link without retry"),
+            (["--inject-faults", "3", "--stream-numbers"],
+             "--stream-numbers with --inject-faults goes with --no-retry")):
+        assert main(["sim", "link", *argv, str(FILES[0])]) == 2
+        assert re.search(message, capsys.readouterr().err), argv
+
+
+@pytest.mark.parametrize("kind", ["link-tx", "link-rx"])
+def test_generate_with_stream_numbers_lints_clean(kind, tmp_path, capsys):
+    from test_generate import lint
+
+    assert main(["generate", kind, "--stream-numbers", "--streams", "3", "-o",
+                 str(tmp_path)]) == 0
+    module = f"linkcodec_{kind.replace('-', '_')}_qlc_s3_l1_n"
+    assert capsys.readouterr().out.split() == [str(tmp_path / f"{module}.v"),
+                                               str(tmp_path / f"{module}.vlt")]
+    result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
+    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
