@@ -34,10 +34,25 @@ are not as many as its header says, ends with the error beat (``error = 1, last 
 1``); flits that name a stream the link does not have are dropped. Each word's CRC parts
 are computed as it arrives, and a flit whose CRC field does not hold its halves' CRCs
 gives the error beat instead of any of its symbols (to the stream its header names; a
-table flit's image is cut short, so refused), whatever else it says. (Limit of this
-version: a flit whose CRC error hit its header's stream field gives the error beat to
-that other stream, or none if it names none, and its own stream learns nothing: the
-next link issue adds sequence numbers and retry.)
+table flit's image is cut short, so refused), whatever else it says. Without more, a
+flit whose CRC error hit its header's stream field gives the error beat to that other
+stream, or none if it names none, and a lost or repeated flit goes unseen. Two ways out:
+
+- **Retry** (``retry_depth``, :mod:`linkcodec.rtl.retry`): flits numbered in link order,
+  kept and sent again; nothing is lost.
+- **Stream numbers** (``stream_numbers=True``, a link without retry): LinkTx writes each
+  data flit's frame on its stream and place in the frame (4 bits each) in the byte
+  before the CRC field (``docs/bitstream.md``, "Sequence number"), and each stream of
+  LinkRx judges its flits by them as they land (golden
+  :class:`~linkcodec.golden.link.StreamCheck`): a flit that fails its CRC, or repeats
+  one, is skipped whole; the next good flit of the stream first gives an error beat
+  (``error = 1``, no symbol) for each frame end lost (``last = 1``) and one for flits
+  of its own frame lost before it (``last = 0``), then its symbols. So a stream's
+  frames come out as sent, in order, each lost flit's symbols an error beat where they
+  were. In this mode an error beat ends a frame only where the flit does: a coded flit
+  whose decoding fails, or that names a bank without a table, gives the error beat
+  with its own ``last``. A loss shows at the stream's next good flit; the last flits of
+  its traffic, lost, are told by nothing.
 
 **Tables in band.** Both ends hold the elaboration tables (``tables=``) in link bank 0
 (and bank 1) at power-up. A table image given to :class:`LinkTx` on ``i_table``
@@ -873,7 +888,9 @@ class LinkTx(_LinkBlock):
     :data:`~linkcodec.rtl.retry.RETRY_DEPTHS`: each flit numbered, and an ``i_ack``
     port for ``LinkRx``'s ``o_ack``, see :mod:`linkcodec.rtl.retry`) and
     ``ack_latency`` (with retry: cycles without an ack, while flits are out, before it
-    sends again from the oldest; default 128).
+    sends again from the oldest; default 128) and ``stream_numbers`` (default
+    ``False``; without retry only: each data flit numbered on its stream, which
+    LinkRx's must match; see the module's docstring).
 
     Ports: ``i_s0`` .. ``i_s{streams-1}`` (:func:`symbol_layout` beats of 1 lane, 16-bit
     bf16 values for the exponent codec, frames ended by ``last``), ``o`` (:func:`word_layout` of ``8 * link_bytes`` bits: ``data``
@@ -1785,7 +1802,9 @@ class LinkRx(_LinkBlock):
     stream K's two flit slots; the next flit for it then waits at the queue's head
     (``i.ready`` falls once the queue is full) and holds every stream. ``i.ready`` is the
     queue's: it depends neither on ``i.payload`` nor on an output's ``ready``. Bad input:
-    see the module's docstring. Reset clears every flit in flight and the image being
+    see the module's docstring; with ``stream_numbers`` a flit is judged by its number
+    as its last word is written (no cycle more), and the error beats it owes go out a
+    beat a cycle before its first symbol. Reset clears every flit in flight and the image being
     loaded; the tables, and which bank holds a whole table, stay.
     """
 
