@@ -542,9 +542,10 @@ class StreamCheck:
     then places in the same frame) says what was lost: frame ends (``ends``, one a
     frame) and flits of this flit's frame before it (``hole``). One behind (15 ahead) it
     is a repeat: ``skip``. So a stream may lose up to 14 frame ends, or 14 flits of a
-    frame, in a row and be told exactly; after 15 in a row the next flit is taken for a
-    repeat and skipped, and the one after it decodes with no error beat for them, as
-    after 16 in a row: those go unseen."""
+    frame, in a row and be told exactly. After 15 or more in a row the check loses its
+    place: good flits are taken for repeats and skipped (after 15 frame ends, the whole
+    next frame), and a loss of 16 shows nothing at all, so frames can go missing or run
+    together with no error beat."""
 
     def __init__(self):
         self.frame = self.place = 0

@@ -48,11 +48,16 @@ stream, or none if it names none, and a lost or repeated flit goes unseen. Two w
   one, is skipped whole; the next good flit of the stream first gives an error beat
   (``error = 1``, no symbol) for each frame end lost (``last = 1``) and one for flits
   of its own frame lost before it (``last = 0``), then its symbols. So a stream's
-  frames come out as sent, in order, each lost flit's symbols an error beat where they
-  were. In this mode an error beat ends a frame only where the flit does: a coded flit
-  whose decoding fails, or that names a bank without a table, gives the error beat
-  with its own ``last``. A loss shows at the stream's next good flit; the last flits of
-  its traffic, lost, are told by nothing.
+  frames come out as sent, in order, each run of lost flits an error beat where their
+  symbols were (up to 14 in a row; after 15 or more the stream can lose its place). In
+  this mode an error beat ends a frame only where the flit does: a coded flit whose
+  decoding fails, or that names a bank without a table, gives the error beat with its
+  own ``last``. A loss shows at the stream's next good flit; the last flits of its
+  traffic, lost, are told by nothing. Both ends start at 0 after reset, so they are
+  reset together (a receiver reset alone reads the sender's place as losses, or skips).
+  A spoilt flit is routed by its header before its CRC is known: one that looks like a
+  table flit, or names the bank being loaded, while a table loads can cut that table
+  short, as without numbers.
 
 **Tables in band.** Both ends hold the elaboration tables (``tables=``) in link bank 0
 (and bank 1) at power-up. A table image given to :class:`LinkTx` on ``i_table``

@@ -175,7 +175,7 @@ def lossy_beats(fmt, tables, flits):
 
 def hit_beats(fmt, tables, flits, hit):
     """``{port: beats}``: what a user should get of ``flits`` (the data flits sent, in
-    order; both ends hold ``tables``) when the channel spoils or loses those whose indices are in ``hit`` and the
+    order; table flits are passed over; both ends hold ``tables``) when the channel spoils or loses those whose indices are in ``hit`` and the
     receiver loses nothing else: each stream's frames as sent, a run of hit flits inside
     a frame an error beat (``last = 0``) and each hit flit that ends a frame an error
     beat that ends it (``last = 1``), where they were. A stream's hit flits with no
@@ -188,6 +188,8 @@ def hit_beats(fmt, tables, flits, hit):
     for index, flit in enumerate(flits):
         header = FlitHeader.unpack(flit)
         port = f"o_s{header.stream}"
+        if header.table:
+            continue
         if index in hit:
             lost[header.stream].append(header.last)
             continue

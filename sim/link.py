@@ -94,18 +94,26 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     counted, as none is sent; with them, the first table's flits are, as the golden
     writer sends them).
 
-    ``faults`` (with ``retry=False``: the link has no retry yet) then puts that many
-    faults (:mod:`linkcodec.sim.faults`, their seed the run's) on ``LinkTx``'s flits as
-    they crossed the channel, and runs ``LinkRx`` alone on what the channel gives, under
-    the same idle cycles and backpressure. More keys: ``faults_injected``,
-    ``faults_detected`` (the faults whose flit fails its CRC: ``LinkRx`` drops it, and
-    gives the error beat to the stream its header names, if it names one; a garbage
-    flit's mostly names none), ``faults`` (per kind: injected and detected),
+    ``faults`` with ``retry=False`` then puts that many faults
+    (:mod:`linkcodec.sim.faults`, their seed the run's) on ``LinkTx``'s flits as they
+    crossed the channel (on data flits only with ``stream_numbers``), and runs ``LinkRx``
+    alone on what the channel gives, under the same idle cycles and backpressure. More
+    keys: ``faults_injected``, ``faults_detected`` (without stream numbers, the faults
+    whose flit fails its CRC: ``LinkRx`` drops it and gives the error beat to the stream
+    its header names, if any; with them, a lost or spoilt flit whose loss the next good
+    flit of its stream reports, and a repeat that is skipped, as the model of the
+    receiver has it, which ``rx_bit_exact`` ties to ``LinkRx``), ``faults`` (per kind:
+    injected and detected),
     ``crc_errors`` (flits that failed their CRC), ``retries`` (0),
     ``hangs`` (1 if ``LinkRx`` did not give every beat), ``frames_lost``,
     ``frames_duplicated``, ``symbols_wrong``, ``frames_flagged``
-    (:func:`~linkcodec.sim.faults.score`) and ``rx_bit_exact`` (``LinkRx`` gave what
-    :func:`~linkcodec.sim.faults.lossy_beats` says a receiver without retry gives).
+    (:func:`~linkcodec.sim.faults.score`), ``rx_bit_exact`` (``LinkRx`` gave what
+    :func:`~linkcodec.sim.faults.lossy_beats` says a receiver without retry gives) and
+    ``stream_numbers``; with stream numbers also ``symbols_hit`` (the symbols of the
+    flits lost or spoilt), ``symbols_lost`` (the symbols sent that did not come out) and
+    ``only_hit_lost`` (``LinkRx``'s output is exactly
+    :func:`~linkcodec.sim.faults.hit_beats`: the frames as sent, each run of hit flits
+    an error beat where their symbols were).
 
     ``faults`` with ``retry`` runs instead :class:`~linkcodec.sim.channel.FaultyLink`:
     ``LinkTx`` and ``LinkRx`` with go-back-N retry (``retry_depth`` flits kept,
@@ -114,6 +122,9 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     ``ack_delay`` cycles (:func:`retry_run` gives the keys).
     """
     if faults and retry:
+        if stream_numbers:
+            raise ValueError("stream_numbers is for a link without retry: faults with "
+                             "stream_numbers need retry=False")
         if not check_tx:
             raise ValueError("faults go on LinkTx's flits as watched: check_tx=True")
         return retry_run(frames, codec=codec, streams=streams, flit_bytes=flit_bytes,
@@ -201,17 +212,18 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
     kinds = {kind: {"injected": 0, "detected": 0} for kind in FAULT_KINDS}
     for fault in injected:
         kinds[fault.kind]["injected"] += 1
-        if fault.spoilt is not None:
-            seen = not crc_good(fault.spoilt)
-        elif not by_stream:
-            seen = False                    # nothing tells a lost or repeated flit
-        elif fault.kind == "duplicate":
+        if not by_stream:                   # the CRC alone: a lost or repeated flit
+            seen = fault.spoilt is not None and not crc_good(fault.spoilt)   # is unseen
+        elif fault.kind == "duplicate":     # the second copy skipped
             seen = verdicts[order.index(fault.flit) + 1] == "skipped"
-        else:                               # drop: the stream's next good flit says so
+        else:
+            # Lost or spoilt (refused by its CRC): the user is told when the stream's
+            # next good flit reports the loss before its own symbols.
             nexts = [position for position, index in enumerate(order)
                      if index > fault.flit and streams[index] == streams[fault.flit]
                      and verdicts[position] in ("taken", "reported")]
-            seen = bool(nexts) and verdicts[nexts[0]] == "reported"
+            seen = ((fault.spoilt is None or not crc_good(fault.spoilt))
+                    and bool(nexts) and verdicts[nexts[0]] == "reported")
         kinds[fault.kind]["detected"] += int(seen)
     detected = sum(kind["detected"] for kind in kinds.values())
     out = {"faults_injected": len(injected), "faults_detected": detected,

@@ -134,11 +134,19 @@ def test_the_receiver_model_loses_only_the_hit_flits(seed):
     hit = {fault.flit for fault in faults if fault.kind != "duplicate"}
     assert beats == hit_beats(fmt, _code(), data, hit)
     assert spoilt == sum(1 for fault in faults if fault.spoilt is not None)
-    # every repeat is skipped; every lost flit with a flit of its stream after it is told
+    # every repeat is skipped; the next good flit after a run of hit flits of its
+    # stream reports them
     order = arrivals(len(data), faults)
+    streams = [FlitHeader.unpack(flit).stream for flit in data]
     for fault in faults:
         if fault.kind == "duplicate":
             assert verdicts[order.index(fault.flit) + 1] == "skipped"
+            continue
+        later = [position for position, index in enumerate(order)
+                 if index > fault.flit and streams[index] == streams[fault.flit]
+                 and index not in hit]
+        if later:
+            assert verdicts[later[0]] == "reported", (seed, fault)
     result = score(frames, beats)
     assert result["symbols_wrong"] == 0 and result["frames_duplicated"] == 0
     lost = sum(FlitHeader.unpack(data[index]).count for index in hit)
@@ -186,6 +194,8 @@ def test_parameters():
         block._MustUse__silence = True
         assert block.stream_numbers and block.format.sequence == "stream"
     assert "i_ack" not in tx.signature.members
+    with pytest.raises(ValueError, match="faults with stream_numbers need retry=False"):
+        run_link([np.zeros(3, dtype=np.uint8)], faults=1, stream_numbers=True)
 
 
 @pytest.mark.xdist_group("link-rx-numbers")
