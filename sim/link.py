@@ -113,7 +113,8 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     flits lost or spoilt), ``symbols_lost`` (the symbols sent that did not come out) and
     ``only_hit_lost`` (``LinkRx``'s output is exactly
     :func:`~linkcodec.sim.faults.hit_beats`: the frames as sent, each run of hit flits
-    an error beat where their symbols were).
+    an error beat where their symbols were) and ``lost_at_end`` (hit flits that no good
+    flit of their stream follows: no receiver without retry tells them).
 
     ``faults`` with ``retry`` runs instead :class:`~linkcodec.sim.channel.FaultyLink`:
     ``LinkTx`` and ``LinkRx`` with go-back-N retry (``retry_depth`` flits kept,
@@ -239,6 +240,13 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
                                - sum(beat["count"] for beats in output.values()
                                      for beat in beats))
         out["only_hit_lost"] = output == hit_beats(fmt, tables, sent, hit)
+        # Hit flits after which no good flit of their stream came: no receiver without
+        # retry can tell them (they are the faults not detected, if it works).
+        last_good = {}
+        for index, stream in enumerate(streams):
+            if index not in hit:
+                last_good[stream] = index
+        out["lost_at_end"] = sum(1 for index in hit if index > last_good.get(streams[index], -1))
     return out
 
 
