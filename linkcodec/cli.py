@@ -234,8 +234,7 @@ def _fault_line(report, retried):
                 f"{found}{report['retries']} retries, {report['flits_sent']} flits sent; "
                 f"{cost}LinkRx took what a go-back-N receiver takes: "
                 f"{'yes' if report['rx_model_exact'] else 'NO'}")
-    found += (f"{report['lost_at_end']} hit flits the last of their stream (no later flit "
-              f"tells them); ")
+    found += (f"lost at a stream's end, told by no later flit: {report['lost_at_end']}; ")
     return (f"  faults (no retry, stream numbers): {found}{cost}symbols lost "
             f"{report['symbols_lost']} (in the hit flits {report['symbols_hit']}), each run "
             f"of them an error beat where it was: "

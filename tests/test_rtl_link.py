@@ -581,24 +581,27 @@ def test_sim_link_refuses_what_the_hardware_lacks(capsys, tmp_path):
     assert "--fixed-tables is an option of link-tx and link-rx only" in capsys.readouterr().err
 
 
+def generates_clean(kind, options, module, tmp_path, capsys):
+    """``linkcodec generate kind *options -o tmp_path`` writes ``module``'s Verilog and
+    waivers (and prints their paths), and Verilator's lint passes them."""
+    from test_generate import lint
+
+    assert main(["generate", kind, *options, "-o", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.split() == [str(tmp_path / f"{module}.v"),
+                                               str(tmp_path / f"{module}.vlt")]
+    result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
+    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
+
+
 @pytest.mark.parametrize("kind", ["link-tx", "link-rx"])
 def test_generate_link_lints_clean(kind, tmp_path, capsys):
     from test_generate import lint
 
-    assert main(["generate", kind, "--codec", "huffman", "--streams", "3", "--link-bytes",
-                 "32", "-o", str(tmp_path)]) == 0
-    module = f"linkcodec_{kind.replace('-', '_')}_huffman_s3_l1_w32"
-    assert capsys.readouterr().out.split() == [str(tmp_path / f"{module}.v"),
-                                               str(tmp_path / f"{module}.vlt")]
-    result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
-    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
-    assert main(["generate", kind, "--axi-stream", "--streams", "2", "-o",
-                 str(tmp_path)]) == 0
-    module = f"linkcodec_{kind.replace('-', '_')}_qlc_s2_l1_axis"
-    assert capsys.readouterr().out.split() == [str(tmp_path / f"{module}.v"),
-                                               str(tmp_path / f"{module}.vlt")]
-    result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
-    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
+    name = kind.replace("-", "_")
+    generates_clean(kind, ["--codec", "huffman", "--streams", "3", "--link-bytes", "32"],
+                    f"linkcodec_{name}_huffman_s3_l1_w32", tmp_path, capsys)
+    module = f"linkcodec_{name}_qlc_s2_l1_axis"
+    generates_clean(kind, ["--axi-stream", "--streams", "2"], module, tmp_path, capsys)
     text = (tmp_path / f"{module}.v").read_text()
     ports = ["s_axis_s1_tdata", "m_axis_tdata"] if kind == "link-tx" else [
         "s_axis_tdata", "m_axis_s1_tuser"]

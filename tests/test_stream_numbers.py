@@ -20,7 +20,7 @@ from linkcodec.sim.faults import (FAULT_KINDS, arrivals, crc_good, hit_beats, in
 from linkcodec.sim.harness import first_mismatch, run_beats
 from linkcodec.sim.link import link_io, run_link, words_of_flits
 
-from test_rtl_link import BF16_FILES, FILES, link_frames, sample_tables
+from test_rtl_link import BF16_FILES, FILES, generates_clean, link_frames, sample_tables
 
 
 def _frames(seed, sizes=(0, 1, 700, 2600, 300, 4000, 9000, 5)):
@@ -198,14 +198,20 @@ def test_parameters():
         run_link([np.zeros(3, dtype=np.uint8)], faults=1, stream_numbers=True)
 
 
-@pytest.mark.xdist_group("link-rx-numbers")
+# One shape for every numbered hardware test of make test, so that they share two builds
+# (the pair, and LinkRx alone as the fault run builds it): QLC, 2 streams, 64-byte flits
+# on a 16-byte word (4 words a flit), the code ``linkcodec sim link`` fits on FILES.
+SHAPE = {"codec": "qlc", "streams": 2, "flit_bytes": 64, "link_bytes": 16}
+
+
+@pytest.mark.xdist_group("link-numbers")
 def test_rx_boundaries_repeats_and_skipped_coded_flits(seed):
     """LinkRx with stream numbers on flits crafted at StreamCheck's boundaries, as the
     model says, under idle cycles and backpressure: 14 flits of a frame lost (one error
     beat) and 15 (the next taken for a repeat), 14 frame ends lost and 15; a repeated
     coded flit and a coded flit that fails its CRC, each followed by a coded flit (a
     skipped coded flit once left the next read as raw)."""
-    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, stream_numbers=True)
+    rx = LinkRx(**SHAPE, tables=sample_tables("qlc"), stream_numbers=True)
     fmt, tables = rx.format, rx.tables
     writer, table_flits = _writer(fmt, tables)
     rng = np.random.default_rng(5)
@@ -213,8 +219,8 @@ def test_rx_boundaries_repeats_and_skipped_coded_flits(seed):
     assert len(long) == 40
     shorts = [writer.frame(np.full(5, k, dtype=np.uint8), 1) for k in range(34)]
     assert all(len(flits) == 1 for flits in shorts)
-    coded = writer.frame(np.zeros(2000, dtype=np.uint8), 0)
-    assert all(FlitHeader.unpack(flit).codec == 1 for flit in coded[:-1])
+    coded = writer.frame(np.load(FILES[0]).reshape(-1)[:3000], 0)
+    assert all(FlitHeader.unpack(flit).codec == 1 for flit in coded[:3])
     spoilt = bytearray(coded[1])
     spoilt[20] ^= 0x10
     sequence = (long[:2] + long[16:18]                 # 14 lost: a hole
@@ -230,28 +236,31 @@ def test_rx_boundaries_repeats_and_skipped_coded_flits(seed):
     errors = [beat for beat in expected["o_s1"] if beat["error"]]
     assert sum(beat["last"] for beat in errors) == 14
     result = run_beats(rx, inputs={"i": words_of_flits(received, 16)}, expected=expected,
-                       idle="random", stall="random", seed=seed, name="link_rx_numbers")
+                       idle="random", stall="random", seed=seed,
+                       name="link_rx_qlc_s2_f64_w16_n")
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
 
 
-@pytest.mark.xdist_group("link-numbers")
-def test_sim_link_no_retry_numbers_and_loses_only_the_hit_flits(capsys, monkeypatch):
-    """``linkcodec sim link --inject-faults 40 --no-retry`` on bf16 (the build of the
-    reset test below): LinkTx driving LinkRx, both numbered, bit-exact and LinkTx's flits
-    the golden writer's (numbers included); then LinkRx alone on those flits with 40
-    faults, 8 of each kind: what the model says, only the hit flits' symbols lost, every
-    repeat skipped and every lost or spoilt flit reported but those that no flit of
-    their stream follows (``lost_at_end``)."""
+def _no_retry_run(monkeypatch, capsys, argv, files, size):
+    """``linkcodec sim link --inject-faults 40 --no-retry --json`` on the first ``size``
+    symbols of each of ``files``: its report."""
     from linkcodec.sim import link
 
     whole = link.run_link
     monkeypatch.setattr(link, "run_link", lambda frames, **options: whole(
-        [frame[:5000] for frame in frames], **options))
-    code = main(["sim", "link", "--codec", "exponent", "--streams", "2", "--flit-bytes",
-                 "128", "--link-bytes", "32", "--inject-faults", "40", "--no-retry",
-                 "--json", *map(str, BF16_FILES)])
+        [frame[:size] for frame in frames], **options))
+    code = main(["sim", "link", *argv, "--inject-faults", "40", "--no-retry", "--json",
+                 *map(str, files)])
     result = json.loads(capsys.readouterr().out)
     assert code == 0, result["seed"]
+    return result
+
+
+def _check_no_retry(result):
+    """LinkTx driving LinkRx, both numbered: bit-exact, LinkTx's flits the golden
+    writer's (numbers included); LinkRx alone with 40 faults, 8 of each kind: what the
+    model says, only the hit flits' symbols lost, every repeat skipped and every lost or
+    spoilt flit reported but those no flit of their stream follows (``lost_at_end``)."""
     assert result["bit_exact"] and result["tx_bit_exact"], result["seed"]
     assert result["stream_numbers"] and result["faults_injected"] == 40
     assert result["rx_bit_exact"] and not result["hangs"], result["seed"]
@@ -264,16 +273,33 @@ def test_sim_link_no_retry_numbers_and_loses_only_the_hit_flits(capsys, monkeypa
 
 
 @pytest.mark.xdist_group("link-numbers")
+def test_sim_link_no_retry_numbers_and_loses_only_the_hit_flits(capsys, monkeypatch):
+    """``linkcodec sim link --inject-faults 40 --no-retry`` (see _check_no_retry), at
+    SHAPE: the builds of the tests beside it."""
+    _check_no_retry(_no_retry_run(monkeypatch, capsys, [
+        "--codec", "qlc", "--streams", "2", "--flit-bytes", "64", "--link-bytes", "16"],
+        FILES, 5000))
+
+
+@pytest.mark.slow
+def test_sim_link_no_retry_on_bf16(capsys, monkeypatch):
+    """The same on bf16 streams (the exponent codec's coded flits are skipped through
+    their own header checks), two builds of its own."""
+    _check_no_retry(_no_retry_run(monkeypatch, capsys, [
+        "--codec", "exponent", "--streams", "2", "--flit-bytes", "128", "--link-bytes",
+        "32"], BF16_FILES, 5000))
+
+
+@pytest.mark.xdist_group("link-numbers")
 def test_link_with_stream_numbers_survives_a_reset_in_mid_stream(seed):
     """Both ends reset together in mid-stream start their numbers again at 0."""
-    pair = LinkPair(codec="exponent", streams=2, flit_bytes=128, link_bytes=32,
-                    tables=sample_tables("exponent"), stream_numbers=True)
+    pair = LinkPair(**SHAPE, tables=sample_tables("qlc"), stream_numbers=True)
     fmt = pair.tx.format
     frames = deal(link_frames(fmt, np.random.default_rng(9)), 2)
     inputs, expected = link_io(fmt, frames)
     early, _ = link_io(fmt, [(0, frames[2][1][:2000]), (1, frames[-1][1][:2000])])
     result = run_beats(pair, inputs=inputs, expected=expected, idle="random",
-                       stall="random", name="link_pair_exponent_s2_f128_w32_n",
+                       stall="random", name="link_pair_qlc_s2_f64_w16_n",
                        config={"i_config": [{"addr": 0, "data": 1}]}, seed=seed,
                        before_reset=(early, 700))
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
@@ -292,12 +318,5 @@ def test_sim_link_stream_numbers_refusals(capsys):
 
 @pytest.mark.parametrize("kind", ["link-tx", "link-rx"])
 def test_generate_with_stream_numbers_lints_clean(kind, tmp_path, capsys):
-    from test_generate import lint
-
-    assert main(["generate", kind, "--stream-numbers", "--streams", "3", "-o",
-                 str(tmp_path)]) == 0
-    module = f"linkcodec_{kind.replace('-', '_')}_qlc_s3_l1_n"
-    assert capsys.readouterr().out.split() == [str(tmp_path / f"{module}.v"),
-                                               str(tmp_path / f"{module}.vlt")]
-    result = lint([tmp_path / f"{module}.vlt", tmp_path / f"{module}.v"])
-    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
+    generates_clean(kind, ["--stream-numbers", "--streams", "3"],
+                    f"linkcodec_{kind.replace('-', '_')}_qlc_s3_l1_n", tmp_path, capsys)
