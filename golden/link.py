@@ -406,7 +406,7 @@ class LinkFormat:
         if flit_bytes not in FLIT_BYTES:
             raise ValueError(f"flit_bytes must be one of {', '.join(map(str, FLIT_BYTES))}, "
                              f"not {flit_bytes}")
-        if sequence is not None and sequence not in SEQUENCES:
+        if sequence not in SEQUENCES:
             raise ValueError(f"sequence must be None, 'link' or 'stream', not {sequence!r}")
         self.streams, self.flit_bytes, self.sequence = streams, flit_bytes, sequence
 
@@ -550,6 +550,11 @@ class StreamCheck:
     def __init__(self):
         self.frame = self.place = 0
 
+    @property
+    def expected(self):
+        """The number of the flit expected next (:func:`stream_number`)."""
+        return stream_number(self.frame, self.place)
+
     def take(self, number, last):
         """The :class:`Verdict` on a good data flit numbered ``number`` (its sequence
         byte) that ends a frame if ``last``; the expectation moves past it unless it is
@@ -662,7 +667,7 @@ class FlitReader:
         self._tables = [None, None]
         self._pieces = [b"", b""]
         self._frames = {}            # stream: the symbol arrays of its frame in progress
-        self._numbers = [(0, 0)] * fmt.streams  # each stream's next (frame, place)
+        self._checks = [StreamCheck() for _ in range(fmt.streams)]  # stream numbers
         self.index = 0               # flits read
 
     @property
@@ -749,14 +754,13 @@ class FlitReader:
     def _read_data(self, header, body, index, flit):
         symbols = self._data_symbols(header, body, index)
         if self.fmt.sequence == "stream":
-            frame, place = self._numbers[header.stream]
-            number, want = flit[self.fmt.sequence_offset], stream_number(frame, place)
-            if number != want:
+            # A writer's flits come in each stream's order: nothing lost, nothing again.
+            check, number = self._checks[header.stream], flit[self.fmt.sequence_offset]
+            want = check.expected
+            if check.take(number, header.last) != Verdict(skip=False, ends=0, hole=False):
                 raise FlitError(f"is numbered {number:#04x} (frame {number >> 4}, place "
                                 f"{number & 15}); stream {header.stream} is at "
                                 f"{want:#04x}", flit=index, field="sequence")
-            self._numbers[header.stream] = (frame + 1, 0) if header.last else (frame,
-                                                                               place + 1)
 
         parts = self._frames.setdefault(header.stream, [])
         parts.append(symbols)

@@ -91,17 +91,9 @@ def inject(flits, count, *, seed, kinds=FAULT_KINDS, data_only=False):
                 changed[bit // 8] ^= 0x80 >> (bit % 8)
             spoilt = bytes(changed)
         faults[index] = Fault(kind, index, bits, spoilt)
-    received = []
-    for index, flit in enumerate(flits):
-        fault = faults.get(index)
-        if fault is None:
-            received.append(flit)
-        elif fault.kind == "drop":
-            continue
-        elif fault.kind == "duplicate":
-            received += [flit, flit]
-        else:
-            received.append(fault.spoilt)
+    received = [flits[index] if index not in faults or faults[index].spoilt is None
+                else faults[index].spoilt
+                for index in arrivals(len(flits), faults.values())]
     return received, [faults[index] for index in hit]
 
 
@@ -136,9 +128,7 @@ def lossy_beats(fmt, tables, flits):
     "stream"``) a flit that fails gives nothing, and a good one is judged by its stream's
     :class:`~linkcodec.golden.link.StreamCheck` first."""
     numbered = fmt.sequence == "stream"
-    reader = FlitReader(fmt)
-    for flit in FlitWriter(fmt).load(tables):
-        reader.read(flit)
+    reader = _reader(fmt, tables)
     beats = {f"o_s{index}": [] for index in range(fmt.streams)}
     checks = [StreamCheck() for _ in range(fmt.streams)]
     spoilt = 0
@@ -165,24 +155,36 @@ def lossy_beats(fmt, tables, flits):
             beats[port] += [dict(LOST_END)] * judged.ends + [dict(HOLE)] * judged.hole
             verdict = "reported" if judged.ends or judged.hole else verdict
         verdicts.append(verdict)
-        # (an empty flit gives one beat of no symbol: kept only if it ends the frame)
-        mine = decoder_beats([reader.symbols(flit)], 1)
-        if not header.last:
-            mine[-1] = {**mine[-1], "last": 0}
-        beats[port] += [beat for beat in mine if beat["count"] or beat["last"]]
+        beats[port] += _flit_beats(reader, flit, header)
     return beats, spoilt, verdicts
+
+
+def _reader(fmt, tables):
+    """A :class:`FlitReader` of ``fmt`` that holds ``tables``, as both ends do."""
+    reader = FlitReader(fmt)
+    for flit in FlitWriter(fmt).load(tables):
+        reader.read(flit)
+    return reader
+
+
+def _flit_beats(reader, flit, header):
+    """The beats a good data ``flit`` gives its stream: its symbols, ``last`` on the
+    last if it ends its frame (an empty flit gives a beat only if it ends the frame)."""
+    beats = decoder_beats([reader.symbols(flit)], 1)
+    if not header.last:
+        beats[-1] = {**beats[-1], "last": 0}
+    return [beat for beat in beats if beat["count"] or beat["last"]]
 
 
 def hit_beats(fmt, tables, flits, hit):
     """``{port: beats}``: what a user should get of ``flits`` (the data flits sent, in
-    order; table flits are passed over; both ends hold ``tables``) when the channel spoils or loses those whose indices are in ``hit`` and the
-    receiver loses nothing else: each stream's frames as sent, a run of hit flits inside
+    order; table flits are passed over; both ends hold ``tables``) when the channel
+    spoils or loses those whose indices are in ``hit`` and the receiver loses nothing
+    else: each stream's frames as sent, a run of hit flits inside
     a frame an error beat (``last = 0``) and each hit flit that ends a frame an error
     beat that ends it (``last = 1``), where they were. A stream's hit flits with no
     good flit of it after them give nothing: no receiver learns of them."""
-    reader = FlitReader(fmt)
-    for flit in FlitWriter(fmt).load(tables):
-        reader.read(flit)
+    reader = _reader(fmt, tables)
     beats = {f"o_s{index}": [] for index in range(fmt.streams)}
     lost = {index: [] for index in range(fmt.streams)}   # each stream's run of hit flits
     for index, flit in enumerate(flits):
@@ -196,10 +198,7 @@ def hit_beats(fmt, tables, flits, hit):
         run = lost[header.stream]
         beats[port] += [dict(LOST_END)] * sum(run) + [dict(HOLE)] * bool(run and not run[-1])
         lost[header.stream] = []
-        mine = decoder_beats([reader.symbols(flit)], 1)
-        if not header.last:
-            mine[-1] = {**mine[-1], "last": 0}
-        beats[port] += [beat for beat in mine if beat["count"] or beat["last"]]
+        beats[port] += _flit_beats(reader, flit, header)
     return beats
 
 

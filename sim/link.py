@@ -207,24 +207,33 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
         hangs = int(any(len(output[port]) < len(beats) for port, beats in expected.items()))
     except RuntimeError:
         result, output, hangs = {"bit_exact": False}, {port: [] for port in expected}, 1
-    # Which received flit each sent flit became, and what the receiver made of it.
+    # Where each sent flit arrived first (none if lost), and for each sent flit where
+    # the next good flit of its stream arrived (none at its stream's end): the flit whose
+    # verdict says whether a loss before it was reported.
+    hit = {fault.flit for fault in injected if fault.kind != "duplicate"}
     order = arrivals(len(sent), injected)
+    first = {}
+    for position, index in enumerate(order):
+        first.setdefault(index, position)
     streams = [FlitHeader.unpack(flit).stream for flit in sent]
+    following, next_good = [None] * len(sent), {}
+    for index in reversed(range(len(sent))):
+        following[index] = next_good.get(streams[index])
+        if index not in hit:
+            next_good[streams[index]] = first[index]
     kinds = {kind: {"injected": 0, "detected": 0} for kind in FAULT_KINDS}
     for fault in injected:
         kinds[fault.kind]["injected"] += 1
         if not by_stream:                   # the CRC alone: a lost or repeated flit
             seen = fault.spoilt is not None and not crc_good(fault.spoilt)   # is unseen
         elif fault.kind == "duplicate":     # the second copy skipped
-            seen = verdicts[order.index(fault.flit) + 1] == "skipped"
+            seen = verdicts[first[fault.flit] + 1] == "skipped"
         else:
             # Lost or spoilt (refused by its CRC): the user is told when the stream's
             # next good flit reports the loss before its own symbols.
-            nexts = [position for position, index in enumerate(order)
-                     if index > fault.flit and streams[index] == streams[fault.flit]
-                     and verdicts[position] in ("taken", "reported")]
+            after = following[fault.flit]
             seen = ((fault.spoilt is None or not crc_good(fault.spoilt))
-                    and bool(nexts) and verdicts[nexts[0]] == "reported")
+                    and after is not None and verdicts[after] == "reported")
         kinds[fault.kind]["detected"] += int(seen)
     detected = sum(kind["detected"] for kind in kinds.values())
     out = {"faults_injected": len(injected), "faults_detected": detected,
@@ -234,7 +243,6 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
     if by_stream:
         # What only the hit flits' loss costs: their symbols, each run of them an
         # error beat where it was; LinkRx's output against that.
-        hit = {fault.flit for fault in injected if fault.kind != "duplicate"}
         out["symbols_hit"] = sum(FlitHeader.unpack(sent[index]).count for index in hit)
         out["symbols_lost"] = (sum(np.asarray(frame).size for _, frame in frames)
                                - sum(beat["count"] for beats in output.values()
@@ -242,11 +250,7 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
         out["only_hit_lost"] = output == hit_beats(fmt, tables, sent, hit)
         # Hit flits after which no good flit of their stream came: no receiver without
         # retry can tell them (they are the faults not detected, if it works).
-        last_good = {}
-        for index, stream in enumerate(streams):
-            if index not in hit:
-                last_good[stream] = index
-        out["lost_at_end"] = sum(1 for index in hit if index > last_good.get(streams[index], -1))
+        out["lost_at_end"] = sum(1 for index in hit if following[index] is None)
     return out
 
 

@@ -281,6 +281,23 @@ def test_sim_link_no_retry_numbers_and_loses_only_the_hit_flits(capsys, monkeypa
         FILES, 5000))
 
 
+@pytest.mark.xdist_group("link-numbers")
+def test_sim_link_stream_numbers_without_faults(capsys, monkeypatch):
+    """``--stream-numbers`` alone runs the numbered pair (the build of SHAPE) and says
+    so; its flits are the golden writer's, numbers included."""
+    from linkcodec.sim import link
+
+    whole = link.run_link
+    monkeypatch.setattr(link, "run_link", lambda frames, **options: whole(
+        [frame[:3000] for frame in frames], **options))
+    argv = ["sim", "link", "--codec", "qlc", "--streams", "2", "--flit-bytes", "64",
+            "--link-bytes", "16", "--stream-numbers", *map(str, FILES)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "stream numbers" in text.splitlines()[0] and "faults" not in text
+    assert "bit-exact: yes (LinkTx's flits match the golden model's)" in text
+
+
 @pytest.mark.slow
 def test_sim_link_no_retry_on_bf16(capsys, monkeypatch):
     """The same on bf16 streams (the exponent codec's coded flits are skipped through
