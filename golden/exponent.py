@@ -57,6 +57,7 @@ import ml_dtypes
 import numpy as np
 
 from .bitstream import as_index
+from .formats import FormatError, bf16_sigma
 from .prefix_encoder import pack_codes
 from .words import WordFrame, check_word_width, frames_from_words
 
@@ -323,15 +324,10 @@ def table_from_tensor_sigma(values):
     Raises :class:`ExponentTableError` if no value is finite or all finite values are
     equal (sigma 0).
     """
-    floats = _as_bf16_bits(values).view(ml_dtypes.bfloat16).astype(np.float64).reshape(-1)
-    finite = floats[np.isfinite(floats)]
-    if finite.size == 0:
-        raise ExponentTableError(f"the tensor has no finite values (of {floats.size}); "
-                                 f"sigma needs at least two different ones")
-    sigma = float(np.std(finite))
-    if sigma == 0:
-        raise ExponentTableError(f"the {finite.size} finite values are all equal "
-                                 f"({finite[0]}): their sigma is 0")
+    try:
+        sigma = bf16_sigma(_as_bf16_bits(values).reshape(-1))
+    except FormatError as error:
+        raise ExponentTableError(str(error)) from None
     return table_from_sigma(sigma)
 
 

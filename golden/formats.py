@@ -11,7 +11,8 @@ import numpy as np
 import ml_dtypes
 
 __all__ = ["E4M3_MAX", "FormatError", "e4m3_scale", "check_scale", "to_e4m3_bits",
-           "e4m3_bits_to_float", "e4m3_pmf_at_scale", "compressibility"]
+           "e4m3_bits_to_float", "e4m3_pmf_at_scale", "compressibility", "bf16_sigma",
+           "check_sigma", "sigma_shift", "bf16_times_power_of_two"]
 
 #: Largest finite e4m3 value; per-tensor amax scaling maps a tensor's amax onto it.
 E4M3_MAX = 448.0
@@ -75,6 +76,58 @@ def e4m3_bits_to_float(bits):
     if bits.dtype != np.uint8:
         raise FormatError(f"e4m3 bit patterns must be uint8, not {bits.dtype}")
     return bits.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+
+
+# -- bf16 values and their sigma -------------------------------------------------------
+
+def bf16_sigma(values):
+    """The standard deviation (float64) of the finite values among ``values``, bf16 bit
+    patterns (``uint16``). :class:`FormatError` if the array is not ``uint16``, if no
+    value is finite, or if the finite values are all equal (sigma 0)."""
+    array = np.asarray(values)
+    if array.dtype != np.uint16:
+        raise FormatError(f"bf16 values must be uint16 bit patterns, not {array.dtype}")
+    floats = array.reshape(-1).view(ml_dtypes.bfloat16).astype(np.float64)
+    finite = floats[np.isfinite(floats)]
+    if finite.size == 0:
+        raise FormatError(f"the tensor has no finite values (of {floats.size}); sigma "
+                          f"needs at least two different ones")
+    sigma = float(np.std(finite))
+    if sigma == 0:
+        raise FormatError(f"the {finite.size} finite values are all equal ({finite[0]}): "
+                          f"their sigma is 0")
+    return sigma
+
+
+def check_sigma(sigma, name="sigma"):
+    """``sigma`` as a float: finite and > 0, else :class:`FormatError` naming ``name``."""
+    try:
+        sigma = float(sigma)
+    except (TypeError, ValueError):
+        raise FormatError(f"{name} must be a number, not {type(sigma).__name__}") from None
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise FormatError(f"{name} is {sigma}; a sigma must be finite and > 0")
+    return sigma
+
+
+def sigma_shift(sigma, target):
+    """The power of two that brings ``sigma`` nearest ``target`` on a log scale: the
+    integer ``k`` nearest ``log2(target / sigma)``, a half rounded up
+    (``floor(log2(target / sigma) + 1/2)``). Both must be finite and > 0."""
+    sigma, target = check_sigma(sigma), check_sigma(target, "the target sigma")
+    return math.floor(math.log2(target / sigma) + 0.5)
+
+
+def bf16_times_power_of_two(values, shift):
+    """bf16 ``values`` (``uint16`` bit patterns) times ``2**shift``, rounded to bf16:
+    exact for every value that stays normal; zeros, infinities and NaNs keep their
+    class."""
+    array = np.asarray(values)
+    if array.dtype != np.uint16:
+        raise FormatError(f"bf16 values must be uint16 bit patterns, not {array.dtype}")
+    with np.errstate(over="ignore"):    # past bf16's range: infinity, as the cast gives
+        floats = np.ldexp(array.view(ml_dtypes.bfloat16).astype(np.float64), int(shift))
+        return floats.astype(ml_dtypes.bfloat16).view(np.uint16)
 
 
 #: Expectation-maximisation steps of :func:`e4m3_pmf_at_scale`: a fixed count, so both

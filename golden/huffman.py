@@ -50,7 +50,8 @@ import numpy as np
 
 from .bitstream import (MAX_CODE_LENGTH, BitstreamError, DecodeErrors, InvalidCodeError,
                         TruncatedStreamError, as_frame_bytes, as_index, as_symbols)
-from .formats import FormatError, check_scale, e4m3_pmf_at_scale
+from .formats import (FormatError, bf16_sigma, bf16_times_power_of_two, check_scale,
+                      check_sigma, e4m3_pmf_at_scale, sigma_shift)
 from .pmf import check_pmf
 from .prefix_decoder import PrefixDecoder
 from .prefix_encoder import SymbolEncoder, pack_codes
@@ -72,6 +73,7 @@ __all__ = [
     "canonical_codes",
     "smooth_pmf",
     "average_pmf",
+    "batches_at_sigma",
     "check_split",
     "as_values",
     "coded_part",
@@ -408,6 +410,34 @@ def average_pmf(batches, scales=None, *, scale=None, value_bits=8, coded_bits=No
     return pmf, len(pmfs), total
 
 
+def batches_at_sigma(batches, sigma):
+    """bf16 ``batches`` (uint16 arrays) brought to the sigma of the values to come: each
+    multiplied by the power of two that brings its own sigma (:func:`~linkcodec.golden.
+    formats.bf16_sigma`) nearest ``sigma`` on a log scale (:func:`~linkcodec.golden.
+    formats.sigma_shift`). A batch without a sigma (empty, no finite value, or all its
+    finite values equal) is taken as it is. Returns ``(batches, shifts)``, a shift (the
+    power of two) per batch.
+
+    A power of two moves every normal value's exponent and nothing else, so the shape of
+    each batch's distribution within an exponent is kept: on the bundled gradients, whose
+    sigma moves by 1.5 to 2.1 times between steps, this beats scaling by the exact ratio
+    of the sigmas (``docs/huffman.md``, "bf16 values")."""
+    try:
+        sigma = check_sigma(sigma)
+    except FormatError as error:
+        raise HuffmanCodebookError(str(error)) from None
+    scaled, shifts = [], []
+    for batch in batches:
+        values = as_values(batch, 16)
+        try:
+            shift = sigma_shift(bf16_sigma(values), sigma)
+        except FormatError:
+            shift = 0
+        scaled.append(bf16_times_power_of_two(values, shift) if shift else values)
+        shifts.append(shift)
+    return scaled, shifts
+
+
 # -- codebook --------------------------------------------------------------------------
 
 def _binary(code, length):
@@ -613,18 +643,28 @@ class HuffmanCodebook:
 
     @classmethod
     def from_batches(cls, batches, max_length=DEFAULT_MAX_LENGTH,
-                     smoothing=DEFAULT_SMOOTHING, *, scales=None, scale=None, value_bits=8,
-                     coded_bits=None, escape=None, id=None, source=None):
+                     smoothing=DEFAULT_SMOOTHING, *, scales=None, scale=None, sigma=None,
+                     value_bits=8, coded_bits=None, escape=None, id=None, source=None):
         """The codebook for the average of the normalised PMFs of ``batches``.
 
         ``batches``: an iterable of uint8 symbol arrays (earlier traffic), or with
         ``value_bits=16`` of uint16 bf16 values; empty ones are skipped. Each batch weighs
         the same, whatever its size. ``scales`` and ``scale``: the batches' e4m3 scales
         and the scale of the batch to be coded, for a codebook that follows the scale
-        (:func:`average_pmf`). ``coded_bits`` and ``escape``: as :meth:`from_pmf`.
-        ``source`` records ``built_by``, ``batches``, ``symbols``, ``smoothing`` and any
-        scales.
+        (:func:`average_pmf`). ``sigma`` (bf16 only): the sigma of the values to be coded,
+        for a codebook that follows it: each batch is first brought to it by a power of
+        two (:func:`batches_at_sigma`). ``coded_bits`` and ``escape``: as
+        :meth:`from_pmf`. ``source`` records ``built_by``, ``batches``, ``symbols``,
+        ``smoothing`` and any scales, or the sigma and each batch's shift.
         """
+        shifts = None
+        if sigma is not None:
+            if scales is not None or scale is not None:
+                raise HuffmanCodebookError("give scales (e4m3) or sigma (bf16), not both")
+            if check_split(value_bits, coded_bits)[0] != 16:
+                raise HuffmanCodebookError("sigma is for bf16 values (value_bits=16); e4m3 "
+                                           "codebooks follow the scale (scales and scale)")
+            batches, shifts = batches_at_sigma(batches, sigma)
         pmf, used, total = average_pmf(batches, scales, scale=scale, value_bits=value_bits,
                                        coded_bits=coded_bits)
         info = {"built_by": "from_batches (average of per-batch PMFs)", "batches": used,
@@ -632,6 +672,9 @@ class HuffmanCodebook:
         if scales is not None:
             info.update(built_by="from_batches (average of per-batch PMFs at one scale)",
                         scales=[float(s) for s in scales], scale=float(scale))
+        if shifts is not None:
+            info.update(built_by="from_batches (average of per-batch PMFs at one sigma)",
+                        sigma=float(sigma), shifts=shifts)
         info.update(source or {})
         return cls.from_pmf(pmf, max_length, smoothing, value_bits=value_bits,
                             coded_bits=coded_bits, escape=escape, id=id, source=info)

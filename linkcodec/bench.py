@@ -333,24 +333,11 @@ BF16_CODECS = (
     ("exponent_huffman_own", "exponent Huffman, step 3's own codebook"),
     ("split_huffman", "bf16 Huffman (top 11 bits coded), codebook from steps 0-2"),
     ("split_huffman_own", "bf16 Huffman (top 11 bits coded), step 3's own codebook"),
-    ("split_huffman_at_sigma", "bf16 Huffman (top 11 bits coded), steps 0-2 scaled to "
-     "step 3's sigma"),
+    ("split_huffman_at_sigma", "bf16 Huffman (top 11 bits coded), codebook from steps 0-2 "
+     "at step 3's sigma"),
     ("zstd_19", "zstd -19"),
 )
 
-
-def _scaled_to_sigma(steps, sigma):
-    """bf16 values (uint16) of each step multiplied by the power of two that brings its
-    sigma nearest ``sigma`` (on a log scale)."""
-    import ml_dtypes
-
-    scaled = []
-    for values in steps:
-        floats = values.view(ml_dtypes.bfloat16).astype(np.float32)
-        shift = round(float(np.log2(sigma / np.std(floats))))
-        scaled.append((floats * np.float32(2.0 ** shift)).astype(ml_dtypes.bfloat16)
-                      .view(np.uint16))
-    return scaled
 
 #: The code length limits and the splits (``coded_bits``) :func:`bf16_split_rows`
 #: measures.
@@ -408,9 +395,10 @@ def bf16_rows(lmz=None):
       Huffman-coded, the low 5 bits raw, an escape for the parts steps 0-2 never showed
       (``HuffmanCodebook.from_batches(..., value_bits=16)``: the default split and limit),
       the frame decoded back to the values; ``split_huffman_own`` with step 3's own
-      codebook; ``split_huffman_at_sigma`` with steps 0-2 each scaled by the power of two
-      that brings its sigma nearest step 3's before the codebook is built (a codebook
-      that follows the sigma, as e4m3 codebooks follow the scale: not a product feature);
+      codebook; ``split_huffman_at_sigma`` the codebook that follows step 3's sigma
+      (``from_batches(..., sigma=...)``, ``codebook build --sigma-of``: steps 0-2 each
+      multiplied by the power of two that brings its sigma nearest step 3's, as e4m3
+      codebooks follow the scale);
     - ``zstd_19``: the whole zstd frame of step 3's raw bf16 bytes at level 19;
     - ``lmz``: :func:`lmz_bits` of step 3 (its own tables: two-pass), None when lmz is not
       installed or ``lmz`` is False.
@@ -421,6 +409,7 @@ def bf16_rows(lmz=None):
     import zstandard
 
     from .golden import exponent as ex
+    from .golden.formats import bf16_sigma
     from .golden.huffman import HuffmanCodebook
 
     zstd = zstandard.ZstdCompressor(level=19)
@@ -458,11 +447,15 @@ def bf16_rows(lmz=None):
             row["split_huffman"] = 1 - nbits / raw
             own = HuffmanCodebook.from_batches([late], value_bits=16)
             row["split_huffman_own"] = 1 - own.encode(late)[1] / raw
-            import ml_dtypes
-            sigma = float(np.std(late.view(ml_dtypes.bfloat16).astype(np.float32)))
-            at_sigma = HuffmanCodebook.from_batches(_scaled_to_sigma(steps[:3], sigma),
-                                                    value_bits=16)
-            row["split_huffman_at_sigma"] = 1 - at_sigma.encode(late)[1] / raw
+            start = time.perf_counter()
+            at_sigma = HuffmanCodebook.from_batches(steps[:3], value_bits=16,
+                                                    sigma=bf16_sigma(late))
+            row["build_ms_at_sigma"] = round(1e3 * (time.perf_counter() - start), 2)
+            data, nbits = at_sigma.encode(late)
+            if not np.array_equal(at_sigma.decode(data, nbits), late):
+                raise AssertionError(f"{kind} layer {layer}: bf16 Huffman at step 3's sigma "
+                                     f"does not round-trip")
+            row["split_huffman_at_sigma"] = 1 - nbits / raw
             row["zstd_19"] = 1 - 8 * len(zstd.compress(late.tobytes())) / raw
             bits = lmz_bits(late) if lmz is not False else None
             row["lmz"] = None if bits is None else 1 - bits / raw
@@ -484,6 +477,12 @@ def render_bf16(rows):
          + [_points(row[key]) for key, _ in codecs]
          + [f"{row['escape_rate_sigma']:.1%} / {row['escape_rate_histogram']:.1%}"]
          for row in rows])
+
+
+def _build_times(times, what):
+    times = sorted(times)
+    return (f"\n\n{what}: median {times[len(times) // 2]:.1f} ms, max {times[-1]:.1f} "
+            f"ms.")
 
 
 def bf16_classes(rows):
@@ -528,7 +527,11 @@ def render_bf16_classes(classes):
 
 def render_bf16_section(rows):
     """`bench --bf16`: per (kind, layer), then per kind."""
-    return (render_bf16(rows) + "\n\nPer tensor class (its layers together):\n\n"
+    return (render_bf16(rows) + _build_times(
+        [row["build_ms_at_sigma"] for row in rows],
+        "Building a codebook at step 3's sigma from steps 0-2 (step 3's sigma, the powers "
+        "of two, histograms, package-merge; golden NumPy, one core)")
+            + "\n\nPer tensor class (its layers together):\n\n"
             + render_bf16_classes(bf16_classes(rows)))
 
 
@@ -739,7 +742,6 @@ def _points(value):
 
 
 def render_single_stage(rows):
-    builds = sorted(row["build_ms_at_scale"] for row in rows)
     return markdown_table(
         ["kind", "layer", "scale change", "Shannon", "per-shard Huffman",
          "fixed, steps 0-2 as codes", "fixed, steps 0-2 at step 3's scale",
@@ -748,10 +750,10 @@ def render_single_stage(rows):
           _points(row["shannon"]), _points(row["huffman"]),
           _points(row["fixed_earlier_steps"]), _points(row["fixed_at_scale"]),
           f"{row['unseen_percent']:.2f}", _points(row["fixed_other_layers"])]
-         for row in rows]) + (
-        f"\n\nBuilding a codebook at step 3's scale from steps 0-2 (histograms, fit, "
-        f"package-merge; golden NumPy, one core): median {builds[len(builds) // 2]:.1f} ms, "
-        f"max {builds[-1]:.1f} ms.")
+         for row in rows]) + _build_times(
+        [row["build_ms_at_scale"] for row in rows],
+        "Building a codebook at step 3's scale from steps 0-2 (histograms, fit, "
+        "package-merge; golden NumPy, one core)")
 
 
 def render_analyze(rows):
@@ -1108,9 +1110,11 @@ a value, 8 more an escape), with the 7 exponents from the sigma of steps 0-2's v
 histogram; exponent Huffman keeps sign and mantissa raw and Huffman-codes the exponent
 byte (DFloat11 style); bf16 Huffman codes each value's top 11 bits and sends the low 5
 raw, with an escape for parts steps 0-2 never showed ([huffman.md](huffman.md), "bf16
-values", where lmz stands beside it), also with steps 0-2 scaled to step 3's sigma before
-the codebook is built; zstd -19 takes step 3's raw bf16 bytes. Escapes are the share of
-values whose exponent is not in the remap's table.
+values", where lmz stands beside it), also with the codebook that follows step 3's sigma
+(steps 0-2 each multiplied by the power of two that brings its sigma nearest step 3's
+before the codebook is built: `codebook build --value-bits 16 --sigma-of FILE`); zstd -19
+takes step 3's raw bf16 bytes. Escapes are the share of values whose exponent is not in
+the remap's table.
 
 {render_bf16(bf16_rows(lmz=False))}
 

@@ -9,7 +9,8 @@
   declares;
 - ``linkcodec analyze [--format e4m3|bf16] [--json] [--plot PNG] FILE... [--scales S...]``
   reports how compressible tensors are under each codec;
-- ``linkcodec codebook build --from FILE... -o book.json [--scales S... --scale S]``
+- ``linkcodec codebook build --from FILE... -o book.json [--scales S... --scale S]
+  [--value-bits 16 [--coded-bits K] [--sigma S | --sigma-of FILE]]``
   builds a single-stage Huffman codebook (``--codebook`` uses one in ``analyze`` and
   ``sim``);
 - ``linkcodec bench`` measures every figure the docs quote;
@@ -386,11 +387,27 @@ def cmd_codebook_build(args):
     if args.scales is not None and len(args.scales) != len(batches):
         raise ValueError(f"{len(args.scales)} --scales for {len(batches)} source tensors; "
                          f"give one scale per tensor")
+    sigma = args.sigma
+    if args.sigma_of is not None:
+        if sigma is not None:
+            raise ValueError("give --sigma or --sigma-of, not both")
+        from .golden.formats import bf16_sigma
+
+        if args.value_bits != 16:
+            raise ValueError("--sigma-of follows a bf16 tensor's sigma: give --value-bits 16")
+        sigma = bf16_sigma(np.concatenate([shard.symbols for shard in read_shards(
+            [args.sigma_of], format="bf16")]))
+    if sigma is not None and args.value_bits != 16:
+        raise ValueError("--sigma follows the sigma of bf16 values: give --value-bits 16 "
+                         "(e4m3 codebooks follow the scale: --scales and --scale)")
     book = HuffmanCodebook.from_batches(batches, max_length=max_length, scales=args.scales,
-                                        scale=args.scale, value_bits=args.value_bits,
-                                        coded_bits=args.coded_bits)
+                                        scale=args.scale, sigma=sigma,
+                                        value_bits=args.value_bits, coded_bits=args.coded_bits)
     book.save(args.output)
     at = "" if args.scale is None else f", at scale {args.scale:g}"
+    if sigma is not None:
+        shifts = ", ".join(f"{shift:+d}" for shift in book.source["shifts"])
+        at = f", at sigma {sigma:.6g} (powers of two {shifts})"
     split = ""
     if not book.is_e4m3:
         split = (f", top {book.coded_bits} of {book.value_bits} bits coded, "
@@ -559,6 +576,14 @@ def build_parser():
                        help="the scale of the tensors the codebook will code: the average "
                             "PMF is taken of the values and cast at this scale "
                             "(docs/huffman.md, 'Scale changes')")
+    build.add_argument("--sigma", type=float, metavar="S",
+                       help="with --value-bits 16: the sigma of the values the codebook "
+                            "will code; each source tensor is first multiplied by the power "
+                            "of two that brings its sigma nearest S (docs/huffman.md, "
+                            "'bf16 values')")
+    build.add_argument("--sigma-of", metavar="FILE",
+                       help="with --value-bits 16: as --sigma, the sigma of the finite "
+                            "values of this bf16 tensor (the one to be coded)")
     build.set_defaults(func=cmd_codebook_build)
 
     demo = commands.add_parser("demo", help="compress the bundled real tensors and simulate")

@@ -379,6 +379,13 @@ def test_bf16_huffman_and_its_splits_against_the_golden_codebook():
     assert row["split_huffman"] == 1 - book.encode(late)[1] / (16 * late.size)
     own = HuffmanCodebook.from_batches([late], value_bits=16)
     assert row["split_huffman_own"] == 1 - own.encode(late)[1] / (16 * late.size)
+    # The codebook that follows step 3's sigma: steps 0-2 of this layer (sigmas 0.53e-3
+    # to 0.69e-3) each doubled to meet step 3's 1.05e-3.
+    from linkcodec.golden.formats import bf16_times_power_of_two
+    doubled = HuffmanCodebook.from_batches([bf16_times_power_of_two(step, 1)
+                                            for step in steps[:3]], value_bits=16)
+    assert row["split_huffman_at_sigma"] == 1 - doubled.encode(late)[1] / (16 * late.size)
+    assert row["split_huffman_at_sigma"] > row["split_huffman"] + 0.01
     assert row["lmz"] is None and "lmz" not in bench.render_bf16(rows)
     # A two-pass code never loses to the single-stage one by more than rounding.
     assert all(r["split_huffman_own"] >= r["split_huffman"] - 1e-3 for r in rows)
@@ -418,7 +425,8 @@ def test_lmz_column_is_there_only_with_lmz(monkeypatch):
     bits = bench.lmz_bits(values)
     assert 0.5 * 16 * values.size < bits < 0.8 * 16 * values.size    # 20 to 50 % off
     rows = [{"kind": "k", "layer": 1, "values": 1, "lmz": 0.25, "escape_rate_sigma": 0,
-             "escape_rate_histogram": 0, **{key: 0.5 for key, _ in bench.BF16_CODECS}}]
+             "escape_rate_histogram": 0,
+             **{key: 0.5 for key, _ in bench.BF16_CODECS}}]
     assert "lmz 1.3" in bench.render_bf16(rows) and lmz.__version__ == "1.3.0"
 
 
