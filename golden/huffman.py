@@ -419,9 +419,9 @@ def batches_at_sigma(batches, sigma):
     power of two) per batch.
 
     A power of two moves every normal value's exponent and nothing else, so the shape of
-    each batch's distribution within an exponent is kept: on the bundled gradients, whose
-    sigma moves by 1.5 to 2.1 times between steps, this beats scaling by the exact ratio
-    of the sigmas (``docs/huffman.md``, "bf16 values")."""
+    each batch's distribution within an exponent is kept, where scaling by the exact
+    ratio of the sigmas would round every value anew (``docs/huffman.md``, "bf16
+    values")."""
     try:
         sigma = check_sigma(sigma)
     except FormatError as error:
