@@ -387,19 +387,18 @@ def cmd_codebook_build(args):
     if args.scales is not None and len(args.scales) != len(batches):
         raise ValueError(f"{len(args.scales)} --scales for {len(batches)} source tensors; "
                          f"give one scale per tensor")
+    if args.sigma is not None and args.sigma_of is not None:
+        raise ValueError("give --sigma or --sigma-of, not both")
+    if (args.sigma, args.sigma_of) != (None, None) and args.value_bits != 16:
+        raise ValueError("--sigma and --sigma-of follow the sigma of bf16 values: give "
+                         "--value-bits 16 (e4m3 codebooks follow the scale: --scales and "
+                         "--scale)")
     sigma = args.sigma
     if args.sigma_of is not None:
-        if sigma is not None:
-            raise ValueError("give --sigma or --sigma-of, not both")
         from .golden.formats import bf16_sigma
 
-        if args.value_bits != 16:
-            raise ValueError("--sigma-of follows a bf16 tensor's sigma: give --value-bits 16")
         sigma = bf16_sigma(np.concatenate([shard.symbols for shard in read_shards(
             [args.sigma_of], format="bf16")]))
-    if sigma is not None and args.value_bits != 16:
-        raise ValueError("--sigma follows the sigma of bf16 values: give --value-bits 16 "
-                         "(e4m3 codebooks follow the scale: --scales and --scale)")
     book = HuffmanCodebook.from_batches(batches, max_length=max_length, scales=args.scales,
                                         scale=args.scale, sigma=sigma,
                                         value_bits=args.value_bits, coded_bits=args.coded_bits)

