@@ -184,6 +184,21 @@ def test_bank_switch_address_and_writes():
         config_writes(book, block="both")
 
 
+def test_tail_compare_only_at_one_lane_of_e4m3():
+    """``tail_compare``: the 1-lane e4m3 decoder settles a length's tail by compares and
+    has no tail table; at 2 and 4 lanes and for bf16 values a tail table a position (the
+    round trips at every lane count run both)."""
+    def submodules(block):
+        return {entry[1] for entry in Fragment.get(block, None).subfragments}
+    for lanes, value_bits, compare in ((1, 8, True), (2, 8, False), (4, 8, False),
+                                       (1, 16, False)):
+        block = HuffmanDecoder(lanes=lanes, value_bits=value_bits)
+        assert block.tail_compare is compare
+        names = submodules(block)
+        assert "prefix_table0" in names
+        assert ("tail_table0" in names) is not compare
+
+
 def test_non_canonical_codebooks_are_refused():
     """A canonical codebook is accepted; the smallest change, two codes of one length
     swapped (still a prefix code), is refused with a clear error; so is a 16-bit code."""
