@@ -118,7 +118,7 @@ def report_row(block, lanes, *, word_width=None, seeds=1, build_root=None, progr
         "module": synth["module"],
         "seeds": seeds,
         "fmax_by_seed": fpga["fmax_by_seed"],
-        "hierarchical": fpga.get("hierarchical", False),
+        "hierarchical": fpga["hierarchical"],
         "bit_exact": sim["bit_exact"],
         "tools": fpga["tools"],
     }

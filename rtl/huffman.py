@@ -835,8 +835,8 @@ class HuffmanDecoder(_HuffmanBlock):
     Reset: clears stream state (the queue, the window, the loop and the pipeline: a frame
     in flight is lost, and the next word starts a frame) and never touches a table: both
     banks of the symbol table, of the limits and of the offsets, the prefix and tail
-    tables and tail limits, a sweep under way (it runs on through a reset), and the active-bank select,
-    keep what was last loaded. A bank switch still pending at reset takes effect
+    tables and tail limits, a sweep under way (it runs on through a reset), and the
+    active-bank select, keep what was last loaded. A bank switch still pending at reset takes effect
     at the reset (a reset is a frame boundary), in the encoder and decoder alike. On an
     FPGA the tables come up with their elaboration-time contents; on an ASIC a memory or
     reset-less flop has no defined power-up contents, so load every table after power-up
@@ -876,11 +876,9 @@ class HuffmanDecoder(_HuffmanBlock):
     @property
     def tail_compare(self):
         """Whether the tail of a length is settled by compares (1 lane of e4m3) rather
-        than by a tail table, a block RAM a position. Measured on ECP5-85k (``linkcodec
-        report huffman-decoder``, seeds 1-3), the compares lift the 1-lane decoder's
-        Fmax from a median of 114.9 to 121.6 MHz for 456 LUTs more; at 2 and 4 lanes,
-        and for 16-bit values, the loop or the window sets the clock, and the tables
-        cost 17-20 % fewer LUTs for the same Fmax."""
+        than by a tail table, a block RAM a position: at 1 lane a block RAM's data into
+        its register set the clock, and fewer block RAMs placed closer; elsewhere the loop
+        sets the clock and the tables cost fewer LUTs (``docs/huffman.md``)."""
         return self._lanes == 1 and self._value_bits == 8
 
     @property
@@ -1063,23 +1061,14 @@ class HuffmanDecoder(_HuffmanBlock):
         # being swept waits), and a reset keeps it. Otherwise the tail tables (64 entries
         # a bank) are written from them in the sweep's first 64 steps.
         rest_bits = length_bits - _PREFIX_BITS
-        tail_slices = [(L - length, L - _PREFIX_BITS) for length in long_lengths]
-        tail_width = sum(stop - start for start, stop in tail_slices)
 
         def tail_limits(limits):
-            return Cat(*[limits[length][start:stop]
-                         for length, (start, stop) in zip(long_lengths, tail_slices)])
-
-        def tail_limits_init():
-            value, offset = 0, 0
-            for length, (start, stop) in zip(long_lengths, tail_slices):
-                value |= ((limits_init[length] >> start) & ((1 << (stop - start)) - 1)) << offset
-                offset += stop - start
-            return value
+            return Cat(*[limits[length][L - length:L - _PREFIX_BITS] for length in long_lengths])
 
         fill_tail = tail_limits(bank_limits(fill_bank, "fill_tail_limit"))
         if self.tail_compare:
-            tail_copies = [Signal(tail_width, init=tail_limits_init(), reset_less=True,
+            init = Const.cast(tail_limits([Const(limit, L + 1) for limit in limits_init])).value
+            tail_copies = [Signal(len(fill_tail), init=init, reset_less=True,
                                   name=f"tail_limits{which}") for which in range(2)]
             for which, copy in enumerate(tail_copies):
                 with m.If(fill_step & ~limit_write & (fill_bank == which)):
@@ -1103,9 +1092,9 @@ class HuffmanDecoder(_HuffmanBlock):
         # -- code lengths at every bit position the targets need --------------------------
         # Stage 1 reads the prefix and tail tables at each position (or registers the
         # bank's tail limits) and registers the word; stage 2 registers the read data (and
-        # the tail compares); stage 3 finishes each length. Stage 3 has a second register (a skid), so the stages before it, and the block RAMs' read
-        # enables, move on registers alone, never on whether the window takes a word this
-        # cycle.
+        # the tail compares); stage 3 finishes each length. Stage 3 has a second register
+        # (a skid), so the stages before it, and the block RAMs' read enables, move on
+        # registers alone, never on whether the window takes a word this cycle.
         bits = Cat(frame_order(head.data), frame_order(queue.after.data))
         word = {"end": head.end, "fault": head.fault, "bits": head.bits, "data": head.data,
                 "bank": bank}

@@ -218,18 +218,17 @@ class TableLoader(wiring.Component):
             m.d.sync += [head_byte.eq(byte), head_offset.eq(offset[:4])]
         with m.If(head_valid):
             a = head_offset[1:4]
-            byte = head_byte
             for index in range(AREAS):
                 with m.If(a == index):
                     with m.If(~head_offset[0]):
-                        m.d.sync += [widths[index].eq(byte[4:8]),
-                                     sizes[index].eq(Cat(Const(0, 8), byte[0]))]
-                        with m.If((byte[1:4] != 0) | (byte[4:8] > MAX_SUFFIX_BITS)):
+                        m.d.sync += [widths[index].eq(head_byte[4:8]),
+                                     sizes[index].eq(Cat(Const(0, 8), head_byte[0]))]
+                        with m.If((head_byte[1:4] != 0) | (head_byte[4:8] > MAX_SUFFIX_BITS)):
                             m.d.sync += bad.eq(1)
                     with m.Else():
-                        size = Cat(byte, sizes[index][8])
+                        size = Cat(head_byte, sizes[index][8])
                         after = total + size
-                        m.d.sync += [sizes[index][:8].eq(byte), ranks[index].eq(total),
+                        m.d.sync += [sizes[index][:8].eq(head_byte), ranks[index].eq(total),
                                      ends[index].eq(after), total.eq(after)]
                         with m.If(size > (Const(1, 9) << widths[index])):
                             m.d.sync += bad.eq(1)
@@ -238,7 +237,6 @@ class TableLoader(wiring.Component):
                             with m.If(after != SYMBOLS):
                                 m.d.sync += bad.eq(1)
         with m.If(take & in_body):
-            byte = self.i.payload.data
             m.d.sync += [buf.eq(shifted | (Cat(Const(0, 2), byte) >> left[:2])),
                          nbits.eq(left + 8)]
 
