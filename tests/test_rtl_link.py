@@ -425,7 +425,7 @@ def test_rx_loads_tables_in_band(codec, seed):
     assert FlitHeader.unpack(bad[0]).bank == 0
     # QLC: area 0's entry with a reserved bit set; Huffman: symbol 0 without a code
     spoilt = bad[0][4] | 0x02 if codec == "qlc" else bad[0][4] & 0x0F
-    bad[0] = bad[0][:4] + bytes([spoilt]) + bad[0][5:]
+    bad[0] = seal(bad[0][:4] + bytes([spoilt]) + bad[0][5:])     # its CRC holds
     flits += bad
     frames(0, 2)
     flits += writer.load(tables[6])                     # bank 1: good again
