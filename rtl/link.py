@@ -498,9 +498,15 @@ class _TxStream(wiring.Component):
                                                       self.table.payload.length)),
                              length_write.en.eq(Cat(length_written & enc_active,  # idle: 0
                                                     length_written & ~enc_active))]
+            # Both banks' sums and overflows, selected by the bank last: the bank (a
+            # fresh table's taking between frames) is not in front of the add.
+            sums = [Signal(12, name=f"sum{bank}") for bank in range(2)]
+            overs = [Signal(name=f"over{bank}") for bank in range(2)]
+            for bank in range(2):
+                m.d.comb += [sums[bank].eq(acc + length_read.data[5 * bank:5 * bank + 5]),
+                             overs[bank].eq(sums[bank] > body_bits)]
             m.d.comb += [length_read.addr.eq(symbol),
-                         new_acc.eq(acc + Mux(cut_bank, length_read.data[5:],
-                                              length_read.data[:5]))]
+                         new_acc.eq(Mux(cut_bank, sums[1], sums[0]))]
         space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
         m.d.sync += written.eq(written + modes.w_en)
         with m.If(self.i.valid & self.i.ready):
@@ -512,7 +518,7 @@ class _TxStream(wiring.Component):
         if bf16:
             over = Mux(escape, plain_escape > body_bits, plain > body_bits)
         else:
-            over = new_acc > body_bits
+            over = Mux(cut_bank, overs[1], overs[0])
         cut = has & Mux(coded, over, (count == raw_symbols) & over)
         decide = has & ~coded & (count == raw_symbols) & ~over
         entry = Signal(data.StructLayout({"symbol": symbol_bits, "has": 1, "end": 1}))
@@ -743,12 +749,17 @@ class _TxStream(wiring.Component):
                 with m.Else():
                     m.d.sync += place.eq(place + 1)
 
-        # Chunks of each link bank closed and not yet sent (a chunk is a flit).
+        # Chunks of each link bank closed and not yet sent (a chunk is a flit). A chunk
+        # closed is counted a cycle later, through a register (``closed``), so the cut
+        # ends at a flip-flop; meanwhile the register itself keeps the bank busy.
         for bank in range(2):
             pending = Signal(range(CHUNK_QUEUE_DEPTH + 8), name=f"pending{bank}")
-            m.d.sync += pending.eq(pending + (infos.w_en & (info.bank == bank))
-                                   - (self.flit_taken & (self.header[28] == bank)))
-            m.d.comb += self.busy[bank].eq((pending != 0) | (in_frame & (cut_tag == bank)))
+            closed = Signal(name=f"closed{bank}")
+            m.d.sync += [closed.eq(infos.w_en & (info.bank == bank)),
+                         pending.eq(pending + closed
+                                    - (self.flit_taken & (self.header[28] == bank)))]
+            m.d.comb += self.busy[bank].eq((pending != 0) | closed
+                                           | (in_frame & (cut_tag == bank)))
         return m
 
 
