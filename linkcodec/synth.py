@@ -225,6 +225,7 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
         "fmax_mhz": statistics.median(known) if known else None,
         "fmax_by_seed": fmax_by_seed,
         "synth_cells": synth["cells"],
+        # (a synthesis cached before the fallback existed was flat, and has no such key)
         "hierarchical": synth.get("hierarchical", False),
         "tools": tools,
         "build_dir": str(run_dir),
