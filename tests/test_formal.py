@@ -20,7 +20,8 @@ from amaranth.lib import wiring
 from linkcodec.rtl.bitpack import BitPacker, WordQueue
 from linkcodec.sim.blocks import BLOCKS
 from linkcodec.sim.formal import (FrameLiveness, PackerOrder, QueueOrder, ReadyMiter,
-                                  StreamRules, WordFaults, run_sby, solver, stream_ports)
+                                  StreamRules, WordFaults, netlist_paths, ready_paths,
+                                  run_sby, solver, stream_ports)
 
 #: The registered blocks when this file was collected (a test's made-up block, registered
 #: later, is not among them).
@@ -154,6 +155,52 @@ def test_ready_independent(name, tmp_path):
     a, b = make(), make()
     check(run_sby(ReadyMiter(a, b, config_ports=description.config_ports),
                   tmp_path, depth=a.latency + 2))
+
+
+@pytest.mark.parametrize("name", [name for name in NAMES if BLOCKS[name].ready_independent])
+def test_ready_independent_in_every_state(name, tmp_path):
+    """Where a block promises it, no input's ready follows an output's ready in any
+    state, at every lane count and at the default tables' size: the netlist has no
+    combinational path from one to the other."""
+    description = BLOCKS[name]
+    for lanes in description.lanes:
+        assert ready_paths(description.build(lanes=lanes), tmp_path / f"lanes{lanes}",
+                           description.config_ports) == []
+
+
+def test_netlist_paths_through_an_async_reset_and_a_memory_read(tmp_path):
+    """A path through a flip-flop's asynchronous reset, and one through a memory read
+    without a clock, are found; through a clocked flip-flop or read, none; a port the
+    netlist lacks is named."""
+    from amaranth.hdl import ClockDomain
+    from amaranth.lib.memory import Memory
+    from amaranth.lib.wiring import In, Out
+
+    class Paths(wiring.Component):
+        a: In(4)
+        b: In(4)
+        c: In(1)
+        clocked: Out(8)
+        unclocked: Out(8)
+        held: Out(1)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.domains.sync = ClockDomain()
+            m.domains.fast = fast = ClockDomain(async_reset=True)
+            m.d.comb += fast.rst.eq(self.c)
+            m.submodules.memory = memory = Memory(shape=8, depth=16, init=range(16))
+            comb, sync = memory.read_port(domain="comb"), memory.read_port()
+            m.d.comb += [comb.addr.eq(self.a), self.unclocked.eq(comb.data),
+                         sync.addr.eq(self.b), self.clocked.eq(sync.data)]
+            m.d.fast += self.held.eq(self.a[0])
+            return m
+
+    found = netlist_paths(Paths(), tmp_path, ["a", "b", "c"],
+                          ["clocked", "unclocked", "held"])
+    assert found == [("a", "unclocked"), ("c", "held")]
+    with pytest.raises(ValueError, match="'d' is not a port of the netlist"):
+        netlist_paths(Paths(), tmp_path / "bad", ["d"], ["held"])
 
 
 def frame_end_check(name, tmp_path, *, cost=None, cycles=None):
@@ -308,7 +355,7 @@ def test_solver_choice(monkeypatch):
 
 def test_planted_ready_path_fails(tmp_path):
     """A block whose input ready waits for its output's ready fails the independence
-    proof."""
+    proof, and the netlist check names the path."""
     description, make = smallest("qlc-encoder")
 
     class ReadyFollowsOutput(wiring.Component):
@@ -330,6 +377,10 @@ def test_planted_ready_path_fails(tmp_path):
                                 config_ports=description.config_ports),
                      tmp_path, depth=4)
     assert result.status == {"bmc": "FAIL"}, result.log[-4000:]
+    # The netlist check finds the path; the block itself has none.
+    assert ready_paths(ReadyFollowsOutput(), tmp_path / "paths",
+                       description.config_ports) == [("o", "i")]
+    assert ready_paths(make(), tmp_path / "plain", description.config_ports) == []
 
 
 # -- the docs say what is proven ----------------------------------------------------------

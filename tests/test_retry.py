@@ -329,6 +329,18 @@ def test_retry_blocks_keep_the_stream_rules(kind, tmp_path):
     assert result.passed, result.log[-3000:]
 
 
+@pytest.mark.parametrize("kind", ["tx", "rx"])
+def test_retry_ready_follows_neither_payload_nor_output_in_any_state(kind, tmp_path):
+    """As the docstrings promise, in every state: the netlist has no combinational path
+    from ``i.payload`` or ``o.ready`` to ``i.ready``."""
+    from linkcodec.sim.formal import netlist_paths
+
+    blocks = _retry_blocks()
+    block = blocks[0 if kind == "tx" else 1]
+    blocks[1 if kind == "tx" else 0]._MustUse__silence = True
+    assert netlist_paths(block, tmp_path, ["i__payload", "o__ready"], ["i__ready"]) == []
+
+
 @pytest.mark.parametrize("kind", ["link-tx", "link-rx"])
 def test_generate_with_retry_lints_clean(kind, tmp_path, capsys):
     """``linkcodec generate link-tx|link-rx --retry-depth D [--ack-latency C]`` writes

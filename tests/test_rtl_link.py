@@ -95,6 +95,27 @@ def test_link_round_trip(codec, streams, flit_bytes, link_bytes, seed):
     assert 0 < result["latency_cycles"] < 4 * fmt.body_bits
 
 
+@pytest.mark.parametrize("codec", ["qlc", "huffman", "exponent"])
+@pytest.mark.parametrize("retry_depth", [0, 16])
+def test_ready_paths_are_as_documented(codec, retry_depth, tmp_path):
+    """In every state (no combinational path in the netlist): a ``LinkTx`` stream's
+    ``i.ready`` follows its own payload (a cut takes a cycle) and nothing else, no output's
+    ``ready`` among them, and the table input's follows nothing; ``LinkRx``'s ``i.ready``
+    follows neither ``i.payload`` nor any output's ``ready``."""
+    from linkcodec.sim.formal import netlist_paths, stream_ports
+
+    for block in (LinkTx(codec=codec, streams=2, retry_depth=retry_depth),
+                  LinkRx(codec=codec, streams=2, retry_depth=retry_depth)):
+        inputs, outputs = stream_ports(block)
+        found = netlist_paths(block, tmp_path / type(block).__name__,
+                              [f"{name}__ready" for name in outputs]
+                              + [f"{name}__payload" for name in inputs],
+                              [f"{name}__ready" for name in inputs])
+        expected = ([(f"i_s{index}__payload", f"i_s{index}__ready") for index in range(2)]
+                    if isinstance(block, LinkTx) else [])
+        assert found == expected
+
+
 @pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes,tables_in_band", [
     pytest.param("qlc", 2, 256, 64, True, marks=pytest.mark.xdist_group("link-qlc")),
     # the build test_sim_link_fixed_tables makes (the same tables and name)
