@@ -753,22 +753,20 @@ class _TxStream(wiring.Component):
         # code lengths' memory (QLC, Huffman) a chunk closed is counted a cycle later,
         # through a register (``closed``), so the cut ends at a flip-flop; meanwhile the
         # register itself keeps the bank busy (16 QLC streams: 48.0 to 61.2 MHz). The
-        # bf16 cutter counts it at once: there the register bought nothing and cost 54
-        # LUTs and a worse placement (4 streams: 79.4 to 60.9 MHz at seed 1).
+        # bf16 cutter counts it at once: there the register bought nothing, and cost LUTs
+        # and the 4-stream transmitter's placement (docs/link.md).
         for bank in range(2):
             pending = Signal(range(CHUNK_QUEUE_DEPTH + 8), name=f"pending{bank}")
-            if bf16:
-                m.d.sync += pending.eq(pending + (infos.w_en & (info.bank == bank))
-                                       - (self.flit_taken & (self.header[28] == bank)))
-                m.d.comb += self.busy[bank].eq((pending != 0)
-                                               | (in_frame & (cut_tag == bank)))
-                continue
-            closed = Signal(name=f"closed{bank}")
-            m.d.sync += [closed.eq(infos.w_en & (info.bank == bank)),
-                         pending.eq(pending + closed
-                                    - (self.flit_taken & (self.header[28] == bank)))]
-            m.d.comb += self.busy[bank].eq((pending != 0) | closed
-                                           | (in_frame & (cut_tag == bank)))
+            counted = infos.w_en & (info.bank == bank)
+            busy = pending != 0
+            if not bf16:
+                closed = Signal(name=f"closed{bank}")
+                m.d.sync += closed.eq(counted)
+                counted = closed
+                busy = busy | closed
+            m.d.sync += pending.eq(pending + counted
+                                   - (self.flit_taken & (self.header[28] == bank)))
+            m.d.comb += self.busy[bank].eq(busy | (in_frame & (cut_tag == bank)))
         return m
 
 
