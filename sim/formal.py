@@ -223,24 +223,16 @@ def stream_ports(component, config_ports=()):
     return inputs, outputs
 
 
-#: The cells of a netlist with no path from an input to an output within a cycle: the
-#: flip-flops (any reset or enable; but see :data:`_ASYNC_INPUTS`) and the cells with no
-#: output.
-_SEQUENTIAL = {"$dff", "$dffe", "$adff", "$adffe", "$sdff", "$sdffe", "$sdffce", "$aldff",
-               "$aldffe", "$dffsr", "$dffsre", "$ff", "$check", "$print", "$assert",
-               "$assume", "$cover", "$scopeinfo"}
-
-#: The inputs of a flip-flop that reach its output without the clock: an asynchronous
-#: reset, load, set or clear.
+#: The flip-flops with an input that reaches their output without the clock (an
+#: asynchronous reset, load, set or clear), and those inputs.
 _ASYNC_INPUTS = {"$adff": ("ARST",), "$adffe": ("ARST",), "$aldff": ("AD", "ALOAD"),
                  "$aldffe": ("AD", "ALOAD"), "$dffsr": ("SET", "CLR"),
                  "$dffsre": ("SET", "CLR")}
 
-
-def _parameter(value):
-    """A cell parameter of yosys' JSON netlist as an integer (it writes most as binary
-    digits)."""
-    return value if isinstance(value, int) else int(value, 2)
+#: The cells of a netlist with no path from an input to an output within a cycle: the
+#: other flip-flops (any synchronous reset or enable) and the cells with no output.
+_SEQUENTIAL = {"$dff", "$dffe", "$sdff", "$sdffe", "$sdffce", "$ff", "$check", "$print",
+               "$assert", "$assume", "$cover", "$scopeinfo"}
 
 
 def netlist_paths(component, directory, sources, sinks):
@@ -272,7 +264,7 @@ def netlist_paths(component, directory, sources, sinks):
         elif kind in _SEQUENTIAL:
             continue
         elif kind == "$memrd_v2":
-            if _parameter(cell["parameters"]["CLK_ENABLE"]):
+            if int(cell["parameters"]["CLK_ENABLE"], 2):        # (binary digits)
                 continue
             pairs = [(connections["ADDR"] + connections["EN"], connections["DATA"])]
         else:
