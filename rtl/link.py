@@ -1169,7 +1169,15 @@ class LinkTx(_LinkBlock):
         feeding, writes, end_beat = _sliced_loader(m, p.codec, "encoder")
         clear = Cat(*[~unit.busy.bit_select(target, 1) & unit.caught_up
                       for unit in streams]).all() & (fresh == 0)
-        ready = Cat(*[unit.table_ready for unit in streams]).all()
+        # Whether every stream takes a table write, a cycle late: the streams' ready
+        # gathered from across the die into the loader's slice was the 16-stream critical
+        # path. A stream's ready, once up in "wait" with ``clear``, stays up until "lead"
+        # ends: no stream can start a switch meanwhile (none is ahead, none has a fresh
+        # table), and what holds it low (a switch pending, a beat of the old bank in the
+        # encoder's read stage) only drains. So when the late ready says yes, every stream
+        # takes the write in that same cycle.
+        ready = Signal()
+        m.d.sync += ready.eq(Cat(*[unit.table_ready for unit in streams]).all())
         feed = Signal(range(IMAGE_MAX + 1))
         result = Signal(table_result_layout)
         delay = Signal(range(TABLE_LEAD_CYCLES + 1))
@@ -1200,7 +1208,7 @@ class LinkTx(_LinkBlock):
             with m.If(feeding.valid & feeding.ready):
                 m.d.sync += feed.eq(feed + 1)
             for unit in streams:
-                m.d.comb += unit.table.valid.eq(writes.valid & ~end_beat)
+                m.d.comb += unit.table.valid.eq(writes.valid & ~end_beat & ready)
             m.d.comb += writes.ready.eq(end_beat | ready)
             with m.If(writes.valid & end_beat):
                 m.d.sync += [result.data.eq(target), result.last.eq(1),
