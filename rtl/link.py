@@ -2016,15 +2016,21 @@ class LinkRx(_LinkBlock):
         m.d.sync += all_clear.eq(Cat(*[unit.clear for unit in units]).all() & load_active)
         with m.If(tables.start):
             m.d.sync += load_active.eq(1)
-        offer = writes.valid & ~end_beat & all_clear & load_active
+        # Whether every decoder takes a table write, a cycle late (as LinkTx's: the
+        # gather from 16 streams into the loader's slice was a critical path). From a
+        # cycle where every stream is clear and an image loads, none can start a switch
+        # (it would be onto the bank being loaded, and waits), and what holds a decoder's
+        # ready low only drains: a ready once up stays up, so the late one is true.
+        ready = Signal()
+        m.d.sync += ready.eq(Cat(*[unit.table_ready for unit in units]).all())
+        offer = writes.valid & ~end_beat & all_clear & load_active & ready
         for unit in units:
             m.d.comb += [unit.bank_valid.eq(bank_valid), unit.loading.eq(load_active),
                          unit.load_bank.eq(tables.bank),
                          unit.table.valid.eq(offer),
                          unit.table.payload.addr.eq(writes.payload.addr),
                          unit.table.payload.data.eq(writes.payload.data)]
-        m.d.comb += writes.ready.eq(Mux(end_beat, 1, offer & Cat(
-            *[unit.table_ready for unit in units]).all()))
+        m.d.comb += writes.ready.eq(Mux(end_beat, 1, offer))
         with m.If(offer):
             m.d.sync += bank_valid.bit_select(tables.bank, 1).eq(0)
         with m.If(writes.valid & end_beat):
