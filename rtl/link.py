@@ -1835,14 +1835,14 @@ class LinkRx(_LinkBlock):
     decoded with the elaboration tables, whichever bank it names.
 
     Throughput: a symbol a cycle a stream, flits back to back; ``i`` takes a word every
-    ``link_bytes / 16`` cycles (16 bytes a cycle, as :class:`LinkTx` sends them; a word
-    a cycle at 16 bytes or fewer). Latency: each word passes a 4-deep queue and a write
-    stage that writes it into its stream's buffer 16 bytes a cycle (at most), through a
-    register for each group of :data:`LINK_GROUP` streams: its first piece is written 3
-    cycles after it is offered, when the queue is empty; a flit is buffered whole before
-    it is read out (``flit_bytes / 16`` cycles), then a raw flit's first symbol follows
-    in 2 cycles and a coded one's after the decoder's latency and a register slice
-    behind the decoder (1). Backpressure on ``o_sK`` fills
+    ``link_bytes / 16`` cycles once its queue is full (16 bytes a cycle, as
+    :class:`LinkTx` sends them; a word a cycle at 16 bytes or fewer). Latency: each word
+    passes a 4-deep queue and a write stage that writes it into its stream's buffer a
+    piece of ``min(link_bytes, 16)`` bytes a cycle, through a register for each group of
+    :data:`LINK_GROUP` streams; a flit is buffered whole before it is read out. With no
+    idle cycle or backpressure a raw flit's first symbol comes out ``6 + flit_bytes /
+    piece`` cycles after its first word is taken (22 at 256 bytes), and a coded one's
+    the decoder's latency and a register slice behind the decoder (1) later than that. Backpressure on ``o_sK`` fills
     stream K's two flit slots; the next flit for it then waits at the queue's head
     (``i.ready`` falls once the queue is full) and holds every stream. ``i.ready`` is the
     queue's: it depends neither on ``i.payload`` nor on an output's ``ready``. Bad input:

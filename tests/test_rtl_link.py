@@ -200,6 +200,31 @@ def test_rx_names_bad_flits(seed):
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
 
 
+@pytest.mark.xdist_group("link-rx-qlc")
+@pytest.mark.parametrize("link_bytes", [16, 64])
+def test_rx_writes_a_piece_a_cycle(link_bytes):
+    """As LinkRx's docstring says: it takes a 64-byte word every 4 cycles once its queue
+    (4 words, and one in the write stage) is full, a narrower one every cycle; and with
+    no idle cycle or backpressure a raw flit's first symbol comes out 6 + flit_bytes / 16
+    cycles after the flit's first word is taken."""
+    fmt = LinkFormat("qlc", streams=1, flit_bytes=256)
+    symbols = np.random.default_rng(7).integers(0, 256, 2 * fmt.raw_symbols,
+                                                dtype=np.uint8)
+    flits = FlitWriter(fmt).frame(symbols, 0)
+    assert [FlitHeader.unpack(flit).codec for flit in flits] == [0, 0]      # raw
+    rx = LinkRx(codec="qlc", streams=1, flit_bytes=256, link_bytes=link_bytes)
+    result = run_beats(rx, inputs={"i": words_of_flits(flits, link_bytes)},
+                       expected={"o_s0": decoder_beats([symbols], 1)},
+                       name=f"link_rx_qlc_s1_f256_w{link_bytes}_raw")
+    assert result["bit_exact"], first_mismatch(result)
+    taken = result["input_cycles"]["i"]
+    gaps = np.diff(taken).tolist()
+    assert gaps[:4] == [1] * 4, taken                  # into the queue and the stage
+    assert gaps[5:] == [link_bytes // 16] * (len(gaps) - 5), taken   # then its pace
+    first_out = result["output_cycles"]["o_s0"][0]
+    assert first_out - taken[0] == 6 + 256 // 16, (taken, first_out)
+
+
 def _spoil(flit, rng):
     """``flit`` with one bit flipped, or a burst of 2 to 16 (the CRC catches every burst
     up to 16 bits), anywhere in it, its header included."""
