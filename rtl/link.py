@@ -153,8 +153,7 @@ ESCAPE_QUEUE_DEPTH = 128
 #: Symbols the chunk queue of a stream holds (more than a raw flit's, as it must).
 CHUNK_QUEUE_DEPTH = 512
 #: Streams whose rows LinkTx's link side first selects among into a register of their
-#: own (then among the groups); and that LinkRx's write stage drives from a copy of its
-#: register of their own.
+#: own (then among the groups).
 LINK_GROUP = 4
 #: Bytes a row of LinkTx's per-stream flit buffers holds, and that its link side moves a
 #: cycle (at most; the link word if narrower). A row a link word wide (64 bytes) made 16
@@ -1257,8 +1256,8 @@ class _RxTables(wiring.Component):
         self._params = params
         super().__init__({
             "write": In(1),
-            "write_row": In(range(params.pieces)),
-            "write_data": In(params.piece_bits),
+            "write_row": In(range(params.rows)),
+            "write_data": In(params.row_bits),
             "write_good": In(1),           # with the last row: the flit's CRC is right
             "slot_freed": Out(1),
             "o": Out(stream.Signature(image_byte_layout)),
@@ -1272,8 +1271,8 @@ class _RxTables(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        rows, link_bytes = p.pieces, p.piece_bytes
-        m.submodules.flit = flit = Memory(shape=unsigned(p.piece_bits), depth=rows, init=[])
+        rows, link_bytes = p.rows, p.link_bytes
+        m.submodules.flit = flit = Memory(shape=unsigned(p.row_bits), depth=rows, init=[])
         write = flit.write_port()
         read = flit.read_port(domain="comb")
         header = Signal(32)
@@ -1361,8 +1360,8 @@ class _RxStream(wiring.Component):
                                                     error=True))),
             "slot_freed": Out(1),          # a cycle after a flit slot empties
             "write": In(1),                # a row of the routed flit
-            "write_row": In(range(params.pieces)),
-            "write_data": In(params.piece_bits),
+            "write_row": In(range(params.rows)),
+            "write_data": In(params.row_bits),
             "write_good": In(1),           # with the last row: the flit's CRC is right
             # Tables in band (see LinkRx): which banks hold a whole table, whether one is
             # being loaded and into which bank, the loader's writes to the decoder's idle
@@ -1379,8 +1378,8 @@ class _RxStream(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        rows, link_bytes = p.pieces, p.piece_bytes
-        m.submodules.flits = flits = Memory(shape=unsigned(p.piece_bits), depth=2 * rows,
+        rows, link_bytes = p.rows, p.link_bytes
+        m.submodules.flits = flits = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
                                             init=[])
         write = flits.write_port()
         read = flits.read_port()          # registered; raw flits read bytes from words
@@ -1704,7 +1703,7 @@ class _RxStream(wiring.Component):
         coded flit's (its bits not whole bytes, more than the body or fewer than its
         values take: it gives the error beat); those sizes are the header's in view."""
         p = self._params
-        column_bits = (p.piece_bytes - 1).bit_length()
+        column_bits = (p.link_bytes - 1).bit_length()
         reading = Signal()
         start = Signal()
         # Two stages: 11 x count (shifts and adds: a multiplier block is slower) and the
@@ -1834,15 +1833,14 @@ class LinkRx(_LinkBlock):
     docstring); with ``tables_in_band=False`` they are dropped, and every coded flit is
     decoded with the elaboration tables, whichever bank it names.
 
-    Throughput: a symbol a cycle a stream, flits back to back; ``i`` takes a word every
-    ``link_bytes / 16`` cycles once its queue is full (16 bytes a cycle, as
-    :class:`LinkTx` sends them; a word a cycle at 16 bytes or fewer). Latency: each word
-    passes a 4-deep queue and a write stage that writes it into its stream's buffer a
-    piece of ``min(link_bytes, 16)`` bytes a cycle, through a register for each group of
-    :data:`LINK_GROUP` streams; a flit is buffered whole before it is read out. With no
-    idle cycle or backpressure a raw flit's first symbol comes out ``6 + flit_bytes /
-    piece`` cycles after its first word is taken (22 at 256 bytes), and a coded one's
-    the decoder's latency and a register slice behind the decoder (1) later than that. Backpressure on ``o_sK`` fills
+    Throughput: a symbol a cycle a stream, flits back to back; ``i`` takes a word a
+    cycle while the flits' streams have room. Latency: each word passes a 4-deep queue
+    and a write stage (2 cycles when the queue is empty), a flit's words are buffered
+    before it is read out (``flit_bytes / link_bytes`` cycles), then a raw flit's first
+    symbol follows in 3 cycles (``5 + flit_bytes / link_bytes`` after the flit's first
+    word is taken, with no idle cycle or backpressure: 9 at 256 bytes and 64-byte
+    words), and a coded one's after the decoder's latency and a register slice behind
+    the decoder (1). Backpressure on ``o_sK`` fills
     stream K's two flit slots; the next flit for it then waits at the queue's head
     (``i.ready`` falls once the queue is full) and holds every stream. ``i.ready`` is the
     queue's: it depends neither on ``i.payload`` nor on an output's ``ready``. Bad input:
@@ -1933,69 +1931,40 @@ class LinkRx(_LinkBlock):
         head = Signal(tagged_layout)
         m.d.comb += head.eq(queue.r_data)
 
-        # The head goes to a write stage when its stream has room: each stream's free
-        # flit slots are counted here (credits, taken by a flit's first word, given back
-        # a cycle after the stream empties a slot), so no path runs from the streams back
-        # to the queue within a cycle. The write stage holds the word and writes it a
-        # piece (``piece_bytes``, as LinkTx's link side sends) a cycle, its first piece
-        # first, from the top bits of a register broadcast to every stream: a stream's
-        # buffer and the bus to it are a piece wide, not a link word.
+        # The head goes to a write stage (a register broadcast to every stream) when its
+        # stream has room: each stream's free flit slots are counted here (credits, taken
+        # by a flit's first word, given back a cycle after the stream empties a slot), so
+        # no path runs from the streams back to the queue within a cycle.
         credits = [Signal(range(3), init=2, name=f"credits{index}")
                    for index in range(p.streams)]
         first = head.row == 0
         room = Cat(*[(credit != 0) | ~first for credit in credits])
         dropped, routable = head.streams == 0, (head.streams & room).any()
-        pieces = p.link_bytes // p.piece_bytes      # a word's
-        staged = Signal(data.StructLayout({"data": p.row_bits, "row": range(p.pieces),
-                                           "streams": p.streams, "table": 1}))
-        left = Signal(range(pieces))                # the staged word's pieces after this
-        free = left == 0                            # one: none, the stage takes a word
-        piece = staged.data[-p.piece_bits:]
-        # Whether the flit's CRC field holds its halves' CRCs, from its last word: with
-        # that word's pieces in the write stage (``write_good``).
+        staged = Signal(tagged_layout)
+        m.d.sync += staged.eq(head)
+        # Whether the flit's CRC field holds its halves' CRCs, at its last word: with
+        # that word in the write stage (``write_good``).
         good = Signal()
-        with m.If(queue.r_en):
-            m.d.sync += good.eq(crc.flit_good(
-                m, flit_bytes=p.flit_bytes, link_bytes=p.link_bytes,
-                crc_bytes=p.fmt.crc_bytes, parts=head.parts, valid=queue.r_en,
-                row=head.row, data=head.data))
+        m.d.sync += good.eq(crc.flit_good(
+            m, flit_bytes=p.flit_bytes, link_bytes=p.link_bytes, crc_bytes=p.fmt.crc_bytes,
+            parts=head.parts, valid=queue.r_en, row=head.row, data=head.data))
         if p.tables_in_band:
             pop = self._tables_in_band(m, units, queue, head, first, staged, dropped,
-                                       routable, good, free, piece)
+                                       routable, good)
         else:
             # A table flit has no stream, so it is dropped: the tables are constants.
-            pop = queue.r_rdy & free & (dropped | routable)
+            pop = queue.r_rdy & (dropped | routable)
             m.d.comb += queue.r_en.eq(pop)
-        with m.If(pop):
-            m.d.sync += [staged.data.eq(head.data), staged.row.eq(head.row * pieces),
-                         left.eq(pieces - 1)]
-        with m.Elif(~free):
-            m.d.sync += [staged.data.eq(staged.data << p.piece_bits),
-                         staged.row.eq(staged.row + 1), left.eq(left - 1)]
-        m.d.sync += staged.streams.eq(Mux(free, Mux(pop & ~head.table, head.streams, 0),
-                                          staged.streams))
-        # Each group of LINK_GROUP streams is written from a copy of the stage's piece of
-        # its own, a cycle later: no net runs from one register to every stream, so the
-        # placer can keep a group's streams together.
-        for start in range(0, p.streams, LINK_GROUP):
-            group = range(start, min(start + LINK_GROUP, p.streams))
-            copy = Signal(data.StructLayout({"data": p.piece_bits, "row": range(p.pieces),
-                                             "streams": len(group), "good": 1}),
-                          name=f"group{start // LINK_GROUP}")
-            m.d.sync += [copy.data.eq(piece), copy.row.eq(staged.row),
-                         copy.streams.eq(staged.streams[group.start:group.stop]),
-                         copy.good.eq(good)]
-            for offset, index in enumerate(group):
-                unit = units[index]
-                m.d.comb += [unit.write.eq(copy.streams[offset]), unit.write_row.eq(copy.row),
-                             unit.write_data.eq(copy.data), unit.write_good.eq(copy.good)]
+        m.d.sync += staged.streams.eq(Mux(pop & ~head.table, head.streams, 0))
         for index, (unit, credit) in enumerate(zip(units, credits)):
             took = pop & head.streams[index] & first
             m.d.sync += credit.eq(credit - took + unit.slot_freed)
+            m.d.comb += [unit.write.eq(staged.streams[index]), unit.write_row.eq(staged.row),
+                         unit.write_data.eq(staged.data), unit.write_good.eq(good)]
         return m
 
     def _tables_in_band(self, m, units, queue, head, first, staged, dropped, routable,
-                        good, free, piece):
+                        good):
         """Table flits to the table unit, and its image through a TableLoader into every
         decoder's idle bank; the routing queue's pop (data flits wait while a table
         flit that their bank is loaded from is in hand)."""
@@ -2016,21 +1985,15 @@ class LinkRx(_LinkBlock):
         m.d.sync += all_clear.eq(Cat(*[unit.clear for unit in units]).all() & load_active)
         with m.If(tables.start):
             m.d.sync += load_active.eq(1)
-        # Whether every decoder takes a table write, a cycle late (as LinkTx's: the
-        # gather from 16 streams into the loader's slice was a critical path). From a
-        # cycle where every stream is clear and an image loads, none can start a switch
-        # (it would be onto the bank being loaded, and waits), and what holds a decoder's
-        # ready low only drains: a ready once up stays up, so the late one is true.
-        ready = Signal()
-        m.d.sync += ready.eq(Cat(*[unit.table_ready for unit in units]).all())
-        offer = writes.valid & ~end_beat & all_clear & load_active & ready
+        offer = writes.valid & ~end_beat & all_clear & load_active
         for unit in units:
             m.d.comb += [unit.bank_valid.eq(bank_valid), unit.loading.eq(load_active),
                          unit.load_bank.eq(tables.bank),
                          unit.table.valid.eq(offer),
                          unit.table.payload.addr.eq(writes.payload.addr),
                          unit.table.payload.data.eq(writes.payload.data)]
-        m.d.comb += writes.ready.eq(Mux(end_beat, 1, offer))
+        m.d.comb += writes.ready.eq(Mux(end_beat, 1, offer & Cat(
+            *[unit.table_ready for unit in units]).all()))
         with m.If(offer):
             m.d.sync += bank_valid.bit_select(tables.bank, 1).eq(0)
         with m.If(writes.valid & end_beat):
@@ -2050,17 +2013,17 @@ class LinkRx(_LinkBlock):
         hold = ((~table_credit | tables.in_image | load_active)
                 & coded & (head_header[28] == table_bank))
         data_pop = dropped | (routable & ~(hold & first))
-        pop = queue.r_rdy & free & Mux(head.table, table_credit | ~first, data_pop)
+        pop = queue.r_rdy & Mux(head.table, table_credit | ~first, data_pop)
         m.d.comb += [queue.r_en.eq(pop),
                      tables.cut.eq(queue.r_rdy & first & ~head.table & table_credit
                                    & names_loading)]
-        m.d.sync += staged.table.eq(Mux(free, pop & head.table, staged.table))
+        m.d.sync += staged.table.eq(pop & head.table)
         m.d.sync += table_credit.eq(table_credit - (pop & head.table & first)
                                     + tables.slot_freed)
         with m.If(pop & head.table & first):
             m.d.sync += table_bank.eq(head_header[28])
         m.d.comb += [tables.write.eq(staged.table), tables.write_row.eq(staged.row),
-                     tables.write_data.eq(piece), tables.write_good.eq(good)]
+                     tables.write_data.eq(staged.data), tables.write_good.eq(good)]
         return pop
 
 
