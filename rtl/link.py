@@ -836,7 +836,7 @@ class _TxTables(wiring.Component):
         m.submodules.image = image = Memory(shape=unsigned(8), depth=IMAGE_MAX, init=[])
         write = image.write_port()
         loader_read = image.read_port(domain="comb")
-        copy_read = image.read_port()            # registered: see the copy below
+        copy_read = image.read_port(domain="comb")
         take = self.i.valid & self.i.ready
         m.d.comb += [self.i.ready.eq(~self.have),
                      write.addr.eq(self.length), write.data.eq(self.i.payload.data),
@@ -854,10 +854,7 @@ class _TxTables(wiring.Component):
             m.d.sync += [self.have.eq(0), self.length.eq(0)]
 
         # The table flits: a piece's bytes copied a byte a cycle into a flit of rows
-        # (read as a stream's are: a row a cycle after its address). A byte is read
-        # (a registered read) and written a cycle later from registers: the flit sits by
-        # the link side, which reads it, far from the image and the count that steers
-        # the copy (that path was the 16-stream transmitter's critical one).
+        # (read as a stream's are: a row a cycle after its address).
         body_bytes = p.fmt.body_bytes
         rows, piece_bytes = p.pieces, p.piece_bytes
         m.submodules.flit = flit = Memory(shape=unsigned(p.piece_bits), depth=rows, init=[])
@@ -870,23 +867,18 @@ class _TxTables(wiring.Component):
         coded_id = CODECS.index(p.codec)
         length = Mux(self.length > IMAGE_MAX, IMAGE_MAX, self.length)
         piece_end = Mux(start + body_bytes < length, start + body_bytes, length)
-        writing = Signal()                        # the byte read last cycle goes in
-        write_at = Signal.like(position)          # ... at this flit byte
         m.d.comb += [copy_read.addr.eq(copy),
-                     fill.addr.eq(write_at // piece_bytes),
+                     fill.addr.eq(position // piece_bytes),
                      fill.data.eq(Cat(*[copy_read.data] * piece_bytes)),
                      read.addr.eq(self.row), self.row_data.eq(read.data)]
-        with m.If(writing):
-            m.d.comb += fill.en.eq(_byte_enables(write_at, 1, piece_bytes))
-        m.d.sync += writing.eq(0)
         with m.If(self.send):
             m.d.sync += [copying.eq(1), start.eq(0), copy.eq(0),
                          position.eq(HEADER_BYTES)]
         with m.If(copying):
             with m.If(copy != piece_end):
-                m.d.sync += [writing.eq(1), write_at.eq(position),
-                             copy.eq(copy + 1), position.eq(position + 1)]
-            with m.Elif(~writing):                # (the piece's last byte is in)
+                m.d.comb += fill.en.eq(_byte_enables(position, 1, piece_bytes))
+                m.d.sync += [copy.eq(copy + 1), position.eq(position + 1)]
+            with m.Else():
                 last = piece_end == length
                 m.d.sync += [
                     copying.eq(0), self.flit_valid.eq(1),
@@ -1168,15 +1160,7 @@ class LinkTx(_LinkBlock):
         feeding, writes, end_beat = _sliced_loader(m, p.codec, "encoder")
         clear = Cat(*[~unit.busy.bit_select(target, 1) & unit.caught_up
                       for unit in streams]).all() & (fresh == 0)
-        # Whether every stream takes a table write, a cycle late: the streams' ready
-        # gathered from across the die into the loader's slice was the 16-stream critical
-        # path. A stream's ready, once up in "wait" with ``clear``, stays up until "lead"
-        # ends: no stream can start a switch meanwhile (none is ahead, none has a fresh
-        # table), and what holds it low (a switch pending, a beat of the old bank in the
-        # encoder's read stage) only drains. So when the late ready says yes, every stream
-        # takes the write in that same cycle.
-        ready = Signal()
-        m.d.sync += ready.eq(Cat(*[unit.table_ready for unit in streams]).all())
+        ready = Cat(*[unit.table_ready for unit in streams]).all()
         feed = Signal(range(IMAGE_MAX + 1))
         result = Signal(table_result_layout)
         delay = Signal(range(TABLE_LEAD_CYCLES + 1))
@@ -1207,7 +1191,7 @@ class LinkTx(_LinkBlock):
             with m.If(feeding.valid & feeding.ready):
                 m.d.sync += feed.eq(feed + 1)
             for unit in streams:
-                m.d.comb += unit.table.valid.eq(writes.valid & ~end_beat & ready)
+                m.d.comb += unit.table.valid.eq(writes.valid & ~end_beat)
             m.d.comb += writes.ready.eq(end_beat | ready)
             with m.If(writes.valid & end_beat):
                 m.d.sync += [result.data.eq(target), result.last.eq(1),

@@ -729,7 +729,11 @@ def _image_beats(image, *, abort_after=None):
     return beats
 
 
-@pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes", LINK_SHAPES)
+@pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes", [
+    *LINK_SHAPES,
+    # tables in band above LINK_GROUP streams: two groups at LinkTx's link side
+    pytest.param("qlc", 5, 64, 16, marks=pytest.mark.xdist_group("link-qlc-5")),
+])
 def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes, seed):
     """Tables given to LinkTx on ``i_table`` while every stream streams: each goes into
     the streams' idle banks, onto the link as table flits, into LinkRx's decoders, and
