@@ -16,7 +16,9 @@
   The figures are in :data:`MEASURED`, each with the command that measured it.
 - **The wire.** G Gb/s carries G/8 GB/s of flits, so the wire limits the symbols to
   ``G/8 GB/s / link_bytes_per_symbol``; the codecs limit them to ``streams x
-  symbols/cycle x F``. The link runs at the smaller. The answer is that rate as raw data
+  symbols/cycle x F`` and, on the link hardware (:data:`LINK_HARDWARE`), to what
+  ``LinkTx``'s link side moves (``link_side_bytes x F / link_bytes_per_symbol``). The link
+  runs at the smallest. The answer is that rate as raw data
   (Gb/s of the symbols uncoded) and its gain over G, which side limits, how many streams
   keep up with the wire at F, the latency added and whether F is above the Fmax the ECP5
   flow reached.
@@ -43,6 +45,7 @@ from .golden.link import (
     deal,
     link_stats,
 )
+from .rtl.link import LINK_PIECE_BYTES
 
 __all__ = [
     "BLOCKS_OF",
@@ -161,7 +164,9 @@ class LinkHardware(NamedTuple):
     3), ``latency_cycles`` (the longest any symbol took from ``LinkTx``'s input to
     ``LinkRx``'s output: the flit's fill, the encoder, the link and the decoder, all
     counted), ``fmax_mhz`` (the slower of the two), ``luts`` (both) and the ``commands``
-    that measured them."""
+    that measured them. ``link_side_bytes`` is the most flit bytes ``LinkTx`` puts on its
+    link a cycle, whatever the streams do: its link side moves a row of
+    :data:`~linkcodec.rtl.link.LINK_PIECE_BYTES` a cycle (rtl/link.py)."""
 
     streams: int
     symbols_per_cycle: float
@@ -169,6 +174,7 @@ class LinkHardware(NamedTuple):
     fmax_mhz: float
     luts: int
     commands: dict
+    link_side_bytes: int = LINK_PIECE_BYTES
 
 
 #: The link hardware's measured figures by ``(codec, lanes, flit_bytes)``; where an entry
@@ -374,10 +380,17 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
     raw_bits = 8 * raw_bytes_per_symbol
     wire_symbols = gbps * 1e9 / 8 / link_bytes_per_symbol          # symbols/s
     per_stream = stream.symbols_per_cycle * clock_mhz * 1e6         # symbols/s
-    codec_symbols = streams * per_stream
+    # The link hardware's link side moves at most link_side_bytes of flits a cycle, so
+    # its symbols are limited there too, whatever the streams: no count of streams keeps
+    # up with a wire faster than that.
+    side_symbols = (math.inf if hardware is None else
+                    hardware.link_side_bytes * clock_mhz * 1e6 / link_bytes_per_symbol)
+    codec_symbols = min(streams * per_stream, side_symbols)
     wire_limits = codec_symbols >= wire_symbols * (1 - _SLACK)
     effective = min(wire_symbols, codec_symbols)
-    keep_up = max(1, math.ceil(wire_symbols / per_stream * (1 - _SLACK)))
+    side_keeps_up = side_symbols >= wire_symbols * (1 - _SLACK)
+    keep_up = (max(1, math.ceil(wire_symbols / per_stream * (1 - _SLACK))) if side_keeps_up
+               else None)
 
     symbols_per_flit = flit_bytes / link_bytes_per_symbol
     # The hardware's measured latency counts the fill already.
@@ -418,6 +431,8 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
         "stream_latency_cycles": stream.latency_cycles,
         "stream_fmax_mhz": stream.fmax_mhz,
         "wire_msymbols_per_s": wire_symbols / 1e6,
+        "streams_msymbols_per_s": streams * per_stream / 1e6,
+        "link_side_msymbols_per_s": None if hardware is None else side_symbols / 1e6,
         "codec_msymbols_per_s": codec_symbols / 1e6,
         "effective_msymbols_per_s": effective / 1e6,
         "effective_raw_gbps": raw_gbps,
@@ -426,7 +441,7 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
         "raw_flits_gbps": raw_flit_gbps,
         "limited_by": "wire" if wire_limits else "codecs",
         "streams_to_keep_up": keep_up,
-        "keep_up_within_streams": keep_up <= MAX_STREAMS,
+        "keep_up_within_streams": keep_up is not None and keep_up <= MAX_STREAMS,
         "latency": {
             "codec_cycles": stream.latency_cycles,
             "fill_cycles": fill_cycles,
@@ -467,21 +482,38 @@ def format_answer(answer, sample=None):
         (f"  wire:   {a['gbps']:g} Gb/s / 8 / {a['link_bytes_per_symbol']:.4f} = "
          f"{a['wire_msymbols_per_s']:,.1f} M{unit}/s"),
         (f"  codecs: {a['streams']} x {a['stream_symbols_per_cycle']:g} {unit}/cycle x "
-         f"{a['clock_mhz']:g} MHz = {a['codec_msymbols_per_s']:,.1f} M{unit}/s"),
+         f"{a['clock_mhz']:g} MHz = {a['streams_msymbols_per_s']:,.1f} M{unit}/s"),
+    ]
+    hardware = a.get("hardware")
+    if hardware:
+        lines.append(
+            f"  LinkTx's link side: {hardware['link_side_bytes']} bytes/cycle x "
+            f"{a['clock_mhz']:g} MHz / {a['link_bytes_per_symbol']:.4f} = "
+            f"{a['link_side_msymbols_per_s']:,.1f} M{unit}/s (a flit row a cycle, whatever "
+            "the streams)")
+    lines += [
         (f"effective: {a['effective_raw_gbps']:,.2f} Gb/s of raw data ({raw_bits} bits a "
          f"{unit[:-1]}), {a['gain']:.3f}x the wire's {a['gbps']:g} Gb/s; the "
-         f"{'wire limits' if a['limited_by'] == 'wire' else 'codecs limit'}"),
+         f"{'wire limits' if a['limited_by'] == 'wire' else 'codecs limit'}"
+         + (" (at LinkTx's link side)" if a["limited_by"] == "codecs"
+            and a["codec_msymbols_per_s"] < a["streams_msymbols_per_s"] else "")),
         (f"  (raw flits alone, uncoded, carry {a['raw_flits_gbps']:,.2f} Gb/s of raw data"
          + ("; coding gains nothing at this clock and stream count)"
             if a["effective_raw_gbps"] <= a["raw_flits_gbps"] else ")")),
     ]
     keep = a["streams_to_keep_up"]
-    lines.append(f"streams to keep up with the wire at {a['clock_mhz']:g} MHz: {keep}"
-                 + ("" if a["keep_up_within_streams"] else
-                    f" (more than the {MAX_STREAMS} a link carries: more lanes a stream or "
-                    "a faster clock)"))
+    if keep is None:
+        side_gbps = 8 * hardware["link_side_bytes"] * a["clock_mhz"] / 1e3
+        lines.append(f"streams to keep up with the wire at {a['clock_mhz']:g} MHz: none "
+                     f"(LinkTx's link side moves {hardware['link_side_bytes']} bytes a cycle, "
+                     f"{side_gbps:,.1f} Gb/s of flits, against the wire's {a['gbps']:g}: a "
+                     "wider link side or a faster clock)")
+    else:
+        lines.append(f"streams to keep up with the wire at {a['clock_mhz']:g} MHz: {keep}"
+                     + ("" if a["keep_up_within_streams"] else
+                        f" (more than the {MAX_STREAMS} a link carries: more lanes a stream "
+                        "or a faster clock)"))
     lat = a["latency"]
-    hardware = a.get("hardware")
     if hardware:
         lines.append(
             f"latency added: {lat['total_cycles']:,.1f} cycles = {lat['total_ns']:,.1f} ns at "

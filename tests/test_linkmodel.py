@@ -68,6 +68,51 @@ def test_link_hardware_figures_replace_the_blocks_by_hand(monkeypatch):
     assert other["hardware"] is None and other["latency"]["fill_cycles"] > 0
 
 
+@pytest.mark.parametrize("gbps,keeps_up", [(12.8, True), (12.9, False)])
+def test_link_hardware_link_side_limits_by_hand(monkeypatch, gbps, keeps_up):
+    """LinkTx's link side moves ``link_side_bytes`` of flits a cycle whatever the streams:
+    16 bytes at 100 MHz are 12.8 Gb/s of flits, 3,200 Msymbols/s at 0.5 link bytes a
+    symbol, under 16 streams' 16 x 2.5 x 100 = 4,000. On a wire of 12.8 Gb/s (the last
+    that the link side keeps up with) 13 streams keep up; on 12.9 Gb/s none does, and the
+    link side limits the link to 3,200 Msymbols/s."""
+    entry = linkmodel.LinkHardware(streams=16, symbols_per_cycle=2.5, latency_cycles=300,
+                                   fmax_mhz=80.0, luts=1000, link_side_bytes=16,
+                                   commands={"latency_cycles": "a", "fmax_mhz": "b"})
+    monkeypatch.setitem(linkmodel.LINK_HARDWARE, ("qlc", 1, 256), entry)
+    answer = _model(gbps=gbps, clock_mhz=100, link_bytes_per_symbol=0.5, streams=16,
+                    codec="qlc")
+    assert answer["streams_msymbols_per_s"] == pytest.approx(4000)
+    assert answer["link_side_msymbols_per_s"] == pytest.approx(3200)
+    text = linkmodel.format_answer(answer)
+    assert "LinkTx's link side: 16 bytes/cycle x 100 MHz / 0.5000 = 3,200.0" in text
+    if keeps_up:
+        assert answer["limited_by"] == "wire"
+        assert answer["streams_to_keep_up"] == 13 and answer["keep_up_within_streams"]
+        assert answer["effective_msymbols_per_s"] == pytest.approx(3200)
+    else:
+        assert answer["limited_by"] == "codecs"
+        assert answer["effective_msymbols_per_s"] == pytest.approx(3200)
+        assert answer["streams_to_keep_up"] is None
+        assert not answer["keep_up_within_streams"]
+        assert "the codecs limit (at LinkTx's link side)" in text
+        assert ("keep up with the wire at 100 MHz: none (LinkTx's link side moves 16 bytes "
+                "a cycle, 12.8 Gb/s of flits, against the wire's 12.9") in text
+    # Fewer streams than the link side carries: the streams limit, not the link side.
+    few = _model(gbps=gbps, clock_mhz=100, link_bytes_per_symbol=0.5, streams=4,
+                 codec="qlc")
+    assert few["codec_msymbols_per_s"] == pytest.approx(1000)
+    assert few["limited_by"] == "codecs"
+    assert "(at LinkTx's link side)" not in linkmodel.format_answer(few)
+
+
+def test_link_hardware_link_side_is_linktx_rows():
+    """The model's link side is the row LinkTx's link side moves a cycle."""
+    from linkcodec.rtl.link import LINK_PIECE_BYTES
+
+    for entry in linkmodel.LINK_HARDWARE.values():
+        assert entry.link_side_bytes == LINK_PIECE_BYTES
+
+
 def test_codec_limited_by_hand():
     """100 Gb/s at 0.8 bytes a symbol: 15,625 Msymbols/s on the wire; 3 streams of 0.5
     symbols/cycle at 100 MHz code 150 Msymbols/s, 1.2 Gb/s of raw data; 313 streams
