@@ -273,6 +273,10 @@ class _Params:
             raise TypeError(f"tables_in_band must be True or False, not {tables_in_band!r}")
         self.codec, self.streams, self.lanes = codec, streams, lanes
         self.tables_in_band = tables_in_band
+        # LinkTx above LINK_GROUP streams: the loader's writes, broadcast to every
+        # stream, and the streams' table-write ``ready`` gathered back span the die, so
+        # each stream takes the writes through a register, and the gather is a register.
+        self.table_registers = tables_in_band and streams > LINK_GROUP
         self.flit_bytes, self.link_bytes = flit_bytes, link_bytes
         self.tables = link_tables(codec, tables)
         self.rows = flit_bytes // link_bytes            # link words a flit
@@ -396,6 +400,16 @@ class _TxStream(wiring.Component):
         symbol_bits = p.symbol_bits
         raw_shift = (8 * fmt.symbol_bytes).bit_length() - 1      # raw bits a symbol, log2
 
+        # Above LINK_GROUP streams the loader's writes pass a register here, so their
+        # broadcast to every stream ends at a flip-flop; the stream writes its idle banks
+        # a cycle later, and its encoder is ready then (LinkTx offers writes only once
+        # every stream is ready, and in "write" no stream can start a switch, so a
+        # stream's ``ready`` only rises until the load ends).
+        table_valid, table_write = self.table.valid, self.table.payload
+        if p.table_registers:
+            table_valid, table_write = Signal(), Signal.like(self.table.payload)
+            m.d.sync += [table_valid.eq(self.table.valid), table_write.eq(self.table.payload)]
+
         # Banks. The encoder's active bank and the link bank of its table outlive a reset
         # (they name tables); the cutter runs ahead of the encoder, so it takes a fresh
         # table between frames (``ahead``) and the reader switches the encoder once it
@@ -462,9 +476,9 @@ class _TxStream(wiring.Component):
             if p.tables_in_band:          # (else constants: nothing drives ``table``)
                 for bank, exponents in enumerate(banks):
                     for code, register in enumerate(exponents):
-                        with m.If(self.table.valid & (self.table.payload.addr == code)
+                        with m.If(table_valid & (table_write.addr == code)
                                   & (enc_active != bank)):
-                            m.d.sync += register.eq(self.table.payload.data)
+                            m.d.sync += register.eq(table_write.data)
             field = symbol[VALUE_BITS - 4:VALUE_BITS + 4]        # bits 7..14
             escaped = [~Cat(*[field == register for register in exponents]).any()
                        for exponents in banks]
@@ -492,10 +506,9 @@ class _TxStream(wiring.Component):
             length_read = lengths.read_port(domain="comb")
             if p.tables_in_band:              # (else a ROM: nothing drives ``table``)
                 length_write = lengths.write_port(granularity=5)
-                length_written = self.table.valid & (self.table.payload.addr < 256)
-                m.d.comb += [length_write.addr.eq(self.table.payload.addr[:8]),
-                             length_write.data.eq(Cat(self.table.payload.length,
-                                                      self.table.payload.length)),
+                length_written = table_valid & (table_write.addr < 256)
+                m.d.comb += [length_write.addr.eq(table_write.addr[:8]),
+                             length_write.data.eq(Cat(table_write.length, table_write.length)),
                              length_write.en.eq(Cat(length_written & enc_active,  # idle: 0
                                                     length_written & ~enc_active))]
             # Both banks' sums and overflows, selected by the bank last: the bank (a
@@ -579,9 +592,9 @@ class _TxStream(wiring.Component):
             m.d.comb += [config.valid.eq(1),
                          config.payload.addr.eq(_codec_module(p.codec).SWITCH_ADDR)]
         with m.Else():
-            m.d.comb += [config.valid.eq(self.table.valid),
-                         config.payload.addr.eq(self.table.payload.addr),
-                         config.payload.data.eq(self.table.payload.data)]
+            m.d.comb += [config.valid.eq(table_valid),
+                         config.payload.addr.eq(table_write.addr),
+                         config.payload.data.eq(table_write.data)]
         m.d.comb += self.table_ready.eq(~switch_offer & config.ready)
         with m.If(~reading):
             with m.If(ahead & (popped == switch_at)):
@@ -921,7 +934,10 @@ class LinkTx(_LinkBlock):
     ``last`` on a flit's final word), ``i_table`` (a table image, a byte a beat:
     :data:`~linkcodec.rtl.table_loader.image_byte_layout`; taken while no image is in
     hand) and ``o_table`` (:data:`table_result_layout`, a beat an image; the next image
-    is taken once it has gone). Tables in band: see the module's docstring.
+    is taken once it has gone). Tables in band: see the module's docstring. Above
+    :data:`LINK_GROUP` streams the loader's writes reach each stream through a register,
+    and the streams' ``ready`` reaches the loader through one (a load takes a cycle more
+    to start and a cycle more to land; the link's symbols none).
 
     Throughput: a symbol a cycle a stream while the flits leave the link side room: it
     moves ``min(LINK_PIECE_BYTES, link_bytes)`` bytes (16) a cycle, flit after flit with
@@ -1161,6 +1177,11 @@ class LinkTx(_LinkBlock):
         clear = Cat(*[~unit.busy.bit_select(target, 1) & unit.caught_up
                       for unit in streams]).all() & (fresh == 0)
         ready = Cat(*[unit.table_ready for unit in streams]).all()
+        if p.table_registers:
+            # Every stream ready for a write, a cycle late (in "write" a stream's
+            # ``ready`` only rises: none has a fresh table, so none can start a switch).
+            gathered, ready = ready, Signal()
+            m.d.sync += ready.eq(gathered & (state == _TX_TABLE_STATES.index("write")))
         feed = Signal(range(IMAGE_MAX + 1))
         result = Signal(table_result_layout)
         delay = Signal(range(TABLE_LEAD_CYCLES + 1))
@@ -1190,8 +1211,11 @@ class LinkTx(_LinkBlock):
             m.d.comb += feeding.valid.eq(feed < tables.length)
             with m.If(feeding.valid & feeding.ready):
                 m.d.sync += feed.eq(feed + 1)
+            offer = writes.valid & ~end_beat
+            if p.table_registers:
+                offer &= ready
             for unit in streams:
-                m.d.comb += unit.table.valid.eq(writes.valid & ~end_beat)
+                m.d.comb += unit.table.valid.eq(offer)
             m.d.comb += writes.ready.eq(end_beat | ready)
             with m.If(writes.valid & end_beat):
                 m.d.sync += [result.data.eq(target), result.last.eq(1),

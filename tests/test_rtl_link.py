@@ -731,8 +731,11 @@ def _image_beats(image, *, abort_after=None):
 
 @pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes", [
     *LINK_SHAPES,
-    # tables in band above LINK_GROUP streams: two groups at LinkTx's link side
+    # tables in band above LINK_GROUP streams: two groups at LinkTx's link side, and
+    # the loader's writes and the streams' ready through registers (table_registers)
     pytest.param("qlc", 5, 64, 16, marks=pytest.mark.xdist_group("link-qlc-5")),
+    pytest.param("huffman", 5, 64, 16, marks=pytest.mark.slow),
+    pytest.param("exponent", 5, 128, 32, marks=pytest.mark.slow),
 ])
 def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes, seed):
     """Tables given to LinkTx on ``i_table`` while every stream streams: each goes into
