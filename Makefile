@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow" tests
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow" --durations=25 tests
 
 demo: $(STAMP)
 	$(BIN)/linkcodec demo
