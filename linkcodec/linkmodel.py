@@ -182,12 +182,12 @@ class LinkHardware(NamedTuple):
 #: from the codec blocks and the fill estimate.
 LINK_HARDWARE = {
     # 16 streams of 1-lane QLC with tables in band and the CRC (`linkcodec report link-tx
-    # link-rx --codec qlc --streams 16`): LinkTx 61.2 MHz on 46,405 LUTs (at e8c0cf3),
+    # link-rx --codec qlc --streams 16`): LinkTx 62.4 MHz on 46,348 LUTs (at 766d019),
     # LinkRx 69.7 MHz on 42,132 LUTs (at 482ec79); 15.707 symbols a cycle over the 16
     # streams and 995 cycles at most, as its simulation (`link_throughput`) measured them.
     ("qlc", 1, 256): LinkHardware(
-        streams=16, symbols_per_cycle=0.9817, latency_cycles=995, fmax_mhz=61.2,
-        luts=46405 + 42132, commands={
+        streams=16, symbols_per_cycle=0.9817, latency_cycles=995, fmax_mhz=62.4,
+        luts=46348 + 42132, commands={
             "symbols_per_cycle": "linkcodec report link-rx --codec qlc --streams 16",
             "latency_cycles": "linkcodec report link-rx --codec qlc --streams 16",
             "fmax_mhz": "linkcodec report link-tx link-rx --codec qlc --streams 16",
