@@ -1632,21 +1632,14 @@ class _RxStream(wiring.Component):
 
         config = decoder.i_config
         if p.tables_in_band:          # (else nothing writes the decoder's config)
-            # The loader's write passes a register here, so the broadcast to every stream
-            # ends at a flip-flop: the decoder takes it a cycle later, and is ready then
-            # (LinkRx offers writes only once every stream is clear and ready, and from
-            # then until the load ends a decoder's ``ready`` only rises: no stream can
-            # start a switch while the bank it would need is being loaded).
-            table_write = Signal.like(self.table.payload)
-            table_valid = Signal()
-            m.d.sync += [table_valid.eq(self.table.valid), table_write.eq(self.table.payload)]
             with m.If(switching):
                 m.d.comb += [config.valid.eq(1),
                              config.payload.addr.eq(_codec_module(p.codec).SWITCH_ADDR)]
                 with m.If(config.ready):
                     m.d.sync += [switching.eq(0), active.eq(~active)]
             with m.Else():
-                m.d.comb += [config.valid.eq(table_valid), config.payload.eq(table_write)]
+                m.d.comb += [config.valid.eq(self.table.valid),
+                             config.payload.eq(self.table.payload)]
             m.d.comb += [self.table_ready.eq(~switching & config.ready),
                          self.clear.eq((active != self.load_bank) & ~switching)]
 
@@ -1998,23 +1991,17 @@ class LinkRx(_LinkBlock):
         bank_valid = Signal(2, init=0b11, reset_less=True)   # both hold the elaboration
         all_clear = Signal()                                 # tables at power-up
         m.d.sync += all_clear.eq(Cat(*[unit.clear for unit in units]).all() & load_active)
-        # Every stream ready for a write, a cycle late: from a cycle where every stream
-        # is clear, none can start a switch (a flit naming the bank being loaded waits),
-        # so a decoder's ``ready`` then only rises until the load ends, and a write
-        # offered (each stream takes it through a register) is taken by every decoder.
-        all_ready = Signal()
-        m.d.sync += all_ready.eq(Cat(*[unit.table_ready for unit in units]).all()
-                                 & load_active)
         with m.If(tables.start):
             m.d.sync += load_active.eq(1)
-        offer = writes.valid & ~end_beat & all_clear & all_ready & load_active
+        offer = writes.valid & ~end_beat & all_clear & load_active
         for unit in units:
             m.d.comb += [unit.bank_valid.eq(bank_valid), unit.loading.eq(load_active),
                          unit.load_bank.eq(tables.bank),
                          unit.table.valid.eq(offer),
                          unit.table.payload.addr.eq(writes.payload.addr),
                          unit.table.payload.data.eq(writes.payload.data)]
-        m.d.comb += writes.ready.eq(Mux(end_beat, 1, offer))
+        m.d.comb += writes.ready.eq(Mux(end_beat, 1, offer & Cat(
+            *[unit.table_ready for unit in units]).all()))
         with m.If(offer):
             m.d.sync += bank_valid.bit_select(tables.bank, 1).eq(0)
         with m.If(writes.valid & end_beat):
