@@ -273,9 +273,7 @@ class _Params:
             raise TypeError(f"tables_in_band must be True or False, not {tables_in_band!r}")
         self.codec, self.streams, self.lanes = codec, streams, lanes
         self.tables_in_band = tables_in_band
-        # LinkTx above LINK_GROUP streams: the loader's writes, broadcast to every
-        # stream, and the streams' table-write ``ready`` gathered back span the die, so
-        # each stream takes the writes through a register, and the gather is a register.
+        # LinkTx's table writes and their ready gather through registers (its docstring)
         self.table_registers = tables_in_band and streams > LINK_GROUP
         self.flit_bytes, self.link_bytes = flit_bytes, link_bytes
         self.tables = link_tables(codec, tables)

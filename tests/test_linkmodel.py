@@ -105,14 +105,6 @@ def test_link_hardware_link_side_limits_by_hand(monkeypatch, gbps, keeps_up):
     assert "(at LinkTx's link side)" not in linkmodel.format_answer(few)
 
 
-def test_link_hardware_link_side_is_linktx_rows():
-    """The model's link side is the row LinkTx's link side moves a cycle."""
-    from linkcodec.rtl.link import LINK_PIECE_BYTES
-
-    for entry in linkmodel.LINK_HARDWARE.values():
-        assert entry.link_side_bytes == LINK_PIECE_BYTES
-
-
 def test_codec_limited_by_hand():
     """100 Gb/s at 0.8 bytes a symbol: 15,625 Msymbols/s on the wire; 3 streams of 0.5
     symbols/cycle at 100 MHz code 150 Msymbols/s, 1.2 Gb/s of raw data; 313 streams
