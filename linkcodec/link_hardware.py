@@ -13,8 +13,8 @@ written as Verilog, synthesised and simulated.
 
 import numpy as np
 
-__all__ = ["LINK_BLOCKS", "link_component", "link_module_name", "link_sample",
-           "link_throughput"]
+__all__ = ["LINK_BLOCKS", "link_component", "link_floorplan", "link_module_name",
+           "link_sample", "link_throughput"]
 
 #: The link's blocks, as ``generate`` and ``report`` name them.
 LINK_BLOCKS = ("link-tx", "link-rx")
@@ -35,6 +35,45 @@ def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, lin
                          retry_depth=retry_depth,
                          ack_latency=ack_latency or DEFAULT_ACK_LATENCY,
                          stream_numbers=stream_numbers)
+
+
+#: The block RAM columns (:func:`linkcodec.synth.ebr_site`) of ``LinkRx``'s floorplan,
+#: left to right, for 8 streams a row.
+RX_FLOORPLAN_COLUMNS = (1, 8, 15, 22, 29, 35, 43, 50)
+#: Its block RAM rows (y = 22 and 70 on the 85k).
+RX_FLOORPLAN_ROWS = (0, 2)
+
+
+def link_floorplan(kind, *, streams=1):
+    """The floorplan ``linkcodec report`` places ``kind`` with (``pins`` for
+    :func:`linkcodec.synth.ecp5`), or None for none.
+
+    ``LinkRx`` above ``LINK_GROUP`` streams: each stream's block RAMs (its decoder's
+    tables) fixed at block RAM sites of its own, the streams in two rows across the die
+    (:data:`RX_FLOORPLAN_ROWS`, :data:`RX_FLOORPLAN_COLUMNS`), the first at the site of
+    its column, any more at the nearest sites beside it. Out of context a design has no
+    fixed cell, and the placer spread each stream across the die; this gives each stream
+    a place of its own. ``LinkTx`` closed no faster with such a floorplan, so it has none
+    (docs/link.md, "The receiver, placed with a floorplan")."""
+    from .rtl.link import LINK_GROUP
+    from .synth import ebr_site
+
+    if kind not in LINK_BLOCKS:
+        raise ValueError(f"kind must be one of {', '.join(LINK_BLOCKS)}, not {kind!r}")
+    if kind != "link-rx" or streams <= LINK_GROUP:
+        return None
+    per_row = -(-streams // len(RX_FLOORPLAN_ROWS))
+    last = len(RX_FLOORPLAN_COLUMNS) - 1
+    columns = [RX_FLOORPLAN_COLUMNS[round(index * last / (per_row - 1))]
+               for index in range(per_row)]
+    pins = []
+    for stream in range(streams):
+        row, place = divmod(stream, per_row)
+        column = columns[place]
+        nearest = sorted(range(4 * 13), key=lambda other: (abs(other - column), other))[:4]
+        pins.append((f"stream{stream}.", [ebr_site(other, RX_FLOORPLAN_ROWS[row])
+                                          for other in nearest]))
+    return pins
 
 
 def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,

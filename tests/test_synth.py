@@ -249,3 +249,61 @@ def test_a_stop_in_abc9_twice_is_a_clear_error(tmp_path, monkeypatch):
         synth.ecp5([source], "top", build_dir=tmp_path / "b")
     assert "ABC9" not in str(info.value)
     assert len(calls) == 1
+
+
+# Two block RAMs (512 x 18, registered reads): two DP16KD cells to fix in place.
+TWO_RAMS = """module top(input clk, input we, input [8:0] wa, input [17:0] wd, input [8:0] ra,
+           output reg [17:0] p, output reg [17:0] q);
+  reg [17:0] left [0:511];
+  reg [17:0] right [0:511];
+  always @(posedge clk) begin
+    if (we) left[wa] <= wd;
+    if (we) right[wa] <= ~wd;
+    p <= left[ra];
+    q <= right[ra];
+  end
+endmodule
+"""
+
+
+def test_ebr_sites_of_the_85k():
+    assert synth.ebr_site(0, 0) == "X4/Y22/EBR0"            # the first site
+    assert synth.ebr_site(5, 1) == "X15/Y46/EBR1"           # group 2, second site
+    assert synth.ebr_site(28, 2) == "X69/Y70/EBR0"          # past the die's middle gap
+    assert synth.ebr_site(51, 3) == "X120/Y82/EBR3"         # the last site
+    for column, row, message in [(52, 0, "column must be 0 to 51, not 52"),
+                                 (-1, 0, "column must be 0 to 51, not -1"),
+                                 (0, 4, "row must be 0 to 3, not 4")]:
+        with pytest.raises(ValueError, match=message):
+            synth.ebr_site(column, row)
+    with pytest.raises(ValueError, match="known for the 85k only, not '45k'"):
+        synth.ebr_site(0, 0, device="45k")
+
+
+def test_pins_fix_block_rams_where_nextpnr_places_them(tmp_path):
+    """``pins`` reach nextpnr: it binds each block RAM to its site before placing (and a
+    site the device lacks is its error, not a silent miss); a floorplan is a run of its
+    own, beside the unpinned one."""
+    source = _write(tmp_path / "rams.v", TWO_RAMS)
+    free = synth.ecp5([source], "top", build_dir=tmp_path)
+    assert free["dp16kd"] == 2 and free["pinned"] == 0
+    sites = [synth.ebr_site(51, 3), synth.ebr_site(0, 0)]
+    pinned = synth.ecp5([source], "top", build_dir=tmp_path, pins=[("", sites)])
+    assert pinned["pinned"] == 2 and pinned["dp16kd"] == 2
+    logs = sorted(Path(pinned["build_dir"]).glob("pnr-*/nextpnr.log"))
+    assert len(logs) == 2                                   # unpinned and pinned
+    assert sum("Placed 2 cells based on constraints" in log.read_text() for log in logs) == 1
+    with pytest.raises(synth.ToolError, match="nextpnr-ecp5 failed") as info:
+        synth.ecp5([source], "top", build_dir=tmp_path, pins=[("", ["X5/Y22/EBR0"] * 2)])
+    assert "No Bel named 'X5/Y22/EBR0'" in info.value.log.read_text()
+
+
+def test_pins_that_do_not_fit_the_netlist_are_errors(tmp_path):
+    source = _write(tmp_path / "rams.v", TWO_RAMS)
+    with pytest.raises(ValueError, match=r"top has 2 block RAMs whose names start with '', "
+                                         r"and 1 site\(s\) for them"):
+        synth.ecp5([source], "top", build_dir=tmp_path, pins=[("", [synth.ebr_site(0, 0)])])
+    with pytest.raises(ValueError, match=r"the floorplan names no block RAM of top "
+                                         r"\(prefixes 'stream0\.'\)"):
+        synth.ecp5([source], "top", build_dir=tmp_path,
+                   pins=[("stream0.", [synth.ebr_site(0, 0)])])
