@@ -183,7 +183,7 @@ class LinkHardware(NamedTuple):
 LINK_HARDWARE = {
     # 16 streams of 1-lane QLC with tables in band and the CRC (`linkcodec report link-tx
     # link-rx --codec qlc --streams 16`): LinkTx 62.4 MHz on 46,348 LUTs (at 766d019),
-    # LinkRx 69.7 MHz on 42,132 LUTs (at 482ec79); 15.707 symbols a cycle over the 16
+    # LinkRx 73.4 MHz on 42,132 LUTs (at 624dfe7); 15.707 symbols a cycle over the 16
     # streams and 995 cycles at most, as its simulation (`link_throughput`) measured them.
     ("qlc", 1, 256): LinkHardware(
         streams=16, symbols_per_cycle=0.9817, latency_cycles=995, fmax_mhz=62.4,
