@@ -344,29 +344,59 @@ def _byte_of_row(row, column, link_bytes):
 
 def _flit_source(params):
     """The ports by which LinkTx's link side reads a full flit (a stream's, or a table
-    flit): ``flit_valid``, ``row`` in and ``row_data`` out a cycle later, ``header`` and
-    ``end`` (the flit byte past its body) beside, and ``flit_taken`` after its last row;
-    with stream numbers, ``number`` beside them (a table flit's is 0)."""
-    members = {
+    flit): ``flit_valid``, ``row`` in and ``row_data`` out a cycle later (the flit's row
+    as it goes on the link: :func:`_shaped_row`), and ``flit_taken`` after its last
+    row."""
+    return {
         "flit_valid": Out(1),
         "flit_taken": In(1),
         "row": In(range(params.pieces)),
         "row_data": Out(params.piece_bits),
-        "header": Out(32),
-        "end": Out(range(params.flit_bytes + 1)),
     }
+
+
+def _shaped_row(m, params, *, read_data, row, header, end, number=None):
+    """A flit's row as it goes on the link, from its buffer's registered read of
+    ``row`` (``read_data``, a cycle after ``row``): the bytes before the flit's ``end``
+    (the flit byte past its body) kept and the rest zero, the 32 ``header`` bits in front
+    of row 0 and, with stream numbers, ``number`` in its byte of the last row. Each
+    source shapes its own rows, so only the row address fans out to the sources and
+    only their rows come back; the controls are registered beside the read, so after
+    the read's register one LUT a bit is left. ``header`` must hold from the row's
+    address to its data (it changes only once the flit is taken)."""
+    piece_bytes, rows = params.piece_bytes, params.pieces
+    column_bits = (piece_bytes - 1).bit_length()
+    end_row, end_column = end >> column_bits, end[:column_bits]
+    keep = Signal(piece_bytes)
+    first, last = Signal(), Signal()
+    m.d.sync += [
+        keep.eq(Cat(*[(row < end_row) | ((row == end_row)
+                                         & _above_constant(end_column, column))
+                      for column in range(piece_bytes)])),
+        first.eq(row == 0), last.eq(row == rows - 1),
+    ]
+    number_column = None
     if params.stream_numbers:
-        members["number"] = Out(8)
-    return members
+        number_column = params.fmt.sequence_offset - (rows - 1) * piece_bytes
+        held = Signal(8)                           # (the source's number moves on once
+        m.d.sync += held.eq(number)                # the flit is taken)
+    out = []
+    for column in range(piece_bytes):
+        kept = Mux(keep[column], _byte_of_row(read_data, column, piece_bytes), 0)
+        if column < HEADER_BYTES:
+            kept = Mux(first, header.word_select(HEADER_BYTES - 1 - column, 8), kept)
+        if column == number_column:
+            kept = Mux(last, held, kept)
+        out.append(kept)
+    return Cat(*reversed(out))
 
 
 class _TxStream(wiring.Component):
     """One stream of :class:`LinkTx`: cutter, chunk queue, encoder and flit buffer.
 
     ``flit_valid`` says a full flit waits; the link side reads its rows (``row``;
-    ``row_data`` a cycle later: the flit's bytes at their places, the header's four
-    left unwritten) with ``header`` and ``end`` (the flit byte past its body) beside, and
-    pulses ``flit_taken`` after its last word."""
+    ``row_data`` a cycle later, shaped: :func:`_shaped_row`) and pulses ``flit_taken``
+    after its last row."""
 
     def __init__(self, params, index):
         self._params, self._index = params, index
@@ -739,26 +769,29 @@ class _TxStream(wiring.Component):
                         m.d.sync += finishing.eq(1)
 
         # -- the link side's view ---------------------------------------------------------
-        m.d.comb += [
-            self.flit_valid.eq(full.bit_select(out_slot, 1)),
-            read.addr.eq(out_slot * rows + self.row),
-            self.row_data.eq(read.data),
-            self.header.eq(Mux(out_slot, headers[1], headers[0])),
-            self.end.eq(Mux(out_slot, ends[1], ends[0])),
-        ]
-        with m.If(self.flit_taken):
-            # (The slot the link frees is never the one being filled.)
-            m.d.sync += [out_slot.eq(~out_slot), full.bit_select(out_slot, 1).eq(0)]
+        out_header = Mux(out_slot, headers[1], headers[0])
+        number = None
         if p.stream_numbers:
             # The flit the link reads next is this stream's next in order: its number is
             # the frame's on this stream and its place in it (golden stream_number).
             frame, place = Signal(4), Signal(4)
-            m.d.comb += self.number.eq(Cat(place, frame))
+            number = Cat(place, frame)
             with m.If(self.flit_taken):
-                with m.If(self.header[27]):
+                with m.If(out_header[27]):
                     m.d.sync += [frame.eq(frame + 1), place.eq(0)]
                 with m.Else():
                     m.d.sync += place.eq(place + 1)
+        m.d.comb += [
+            self.flit_valid.eq(full.bit_select(out_slot, 1)),
+            read.addr.eq(out_slot * rows + self.row),
+            self.row_data.eq(_shaped_row(m, p, read_data=read.data, row=self.row,
+                                         header=out_header,
+                                         end=Mux(out_slot, ends[1], ends[0]),
+                                         number=number)),
+        ]
+        with m.If(self.flit_taken):
+            # (The slot the link frees is never the one being filled.)
+            m.d.sync += [out_slot.eq(~out_slot), full.bit_select(out_slot, 1).eq(0)]
 
         # Chunks of each link bank closed and not yet sent (a chunk is a flit). With the
         # code lengths' memory (QLC, Huffman) a chunk closed is counted a cycle later,
@@ -776,7 +809,7 @@ class _TxStream(wiring.Component):
                 counted = closed
                 busy = busy | closed
             m.d.sync += pending.eq(pending + counted
-                                   - (self.flit_taken & (self.header[28] == bank)))
+                                   - (self.flit_taken & (out_header[28] == bank)))
             m.d.comb += self.busy[bank].eq(busy | (in_frame & (cut_tag == bank)))
         return m
 
@@ -876,12 +909,17 @@ class _TxTables(wiring.Component):
         position = Signal(range(p.flit_bytes + 1))
         copying = Signal()
         coded_id = CODECS.index(p.codec)
+        header = Signal(32)
+        end = Signal(range(p.flit_bytes + 1))
+        m.d.comb += self.row_data.eq(_shaped_row(
+            m, p, read_data=read.data, row=self.row, header=header, end=end,
+            number=Const(0, 8)))                  # (a table flit's number is 0)
         length = Mux(self.length > IMAGE_MAX, IMAGE_MAX, self.length)
         piece_end = Mux(start + body_bytes < length, start + body_bytes, length)
         m.d.comb += [copy_read.addr.eq(copy),
                      fill.addr.eq(position // piece_bytes),
                      fill.data.eq(Cat(*[copy_read.data] * piece_bytes)),
-                     read.addr.eq(self.row), self.row_data.eq(read.data)]
+                     read.addr.eq(self.row)]
         with m.If(self.send):
             m.d.sync += [copying.eq(1), start.eq(0), copy.eq(0),
                          position.eq(HEADER_BYTES)]
@@ -893,14 +931,14 @@ class _TxTables(wiring.Component):
                 last = piece_end == length
                 m.d.sync += [
                     copying.eq(0), self.flit_valid.eq(1),
-                    self.header.eq(_header(codec=Const(coded_id, 2), bank=self.bank,
-                                           last=last, stream=0, count=start,
-                                           bits=(piece_end - start) << 3, table=1)),
-                    self.end.eq(position),
+                    header.eq(_header(codec=Const(coded_id, 2), bank=self.bank,
+                                      last=last, stream=0, count=start,
+                                      bits=(piece_end - start) << 3, table=1)),
+                    end.eq(position),
                 ]
         with m.If(self.flit_taken):
             m.d.sync += self.flit_valid.eq(0)
-            with m.If(self.header[27]):
+            with m.If(header[27]):
                 m.d.comb += self.sent.eq(1)
             with m.Else():
                 m.d.sync += [copying.eq(1), start.eq(copy), position.eq(HEADER_BYTES)]
@@ -1009,21 +1047,19 @@ class LinkTx(_LinkBlock):
         # ``piece_bytes``) a cycle, in front of an output queue of link words whose free
         # places it counts (a word's place is taken with its first piece):
         #   issue:    the round robin's stream and piece; each stream registers that
-        #             row's read (so the row address and nothing else fans out to them);
-        #             the next stream is picked while the last piece of a flit issues,
-        #             so flits follow each other with no idle cycle;
-        #   gather:   each group of 4 streams' pieces goes through a 4-way select into a
-        #             register of the group's;
+        #             row's read and the controls that shape it (so the row address and
+        #             nothing else fans out to them; each shapes its own rows:
+        #             _shaped_row); the next stream is picked ahead, from registers,
+        #             while the flit before is sent, so flits follow each other with no
+        #             idle cycle;
+        #   gather:   each group of 4 streams' shaped pieces goes through a 4-way select
+        #             into a register of the group's;
         #   select:   one group's piece into a register;
-        #   shape:    the bytes before the flit's ``end`` kept (a piece before the end
-        #             piece keeps all, the end piece those below the end's column), the
-        #             header put in front of the first piece, the rest zero; the pieces
-        #             of a link word collect in a register, and the word goes into the
-        #             queue with its last piece.
+        #   seal:     below; the pieces of a link word collect in a register, and the
+        #             word goes into the queue with its last piece.
         link_bytes, rows = p.link_bytes, p.pieces
         piece_bytes, piece_bits = p.piece_bytes, p.piece_bits
         per_word = link_bytes // piece_bytes
-        column_bits = (piece_bytes - 1).bit_length()
         count = len(units)
         groups = [units[start:start + LINK_GROUP] for start in range(0, count, LINK_GROUP)]
         group_bits = (LINK_GROUP - 1).bit_length()
@@ -1043,71 +1079,62 @@ class LinkTx(_LinkBlock):
         row = Signal(range(rows))
         for unit in units:
             m.d.comb += unit.row.eq(row)
-        header = Signal(32)
-        end = Signal(range(p.flit_bytes + 1))
-        m.d.comb += [
-            header.eq(mux_tree([unit.header for unit in units], current, 32)),
-            end.eq(mux_tree([unit.end for unit in units], current, len(end))),
-            word_start.eq(row[:(per_word - 1).bit_length()] == 0 if per_word > 1 else 1),
-        ]
+        m.d.comb += word_start.eq(row[:(per_word - 1).bit_length()] == 0
+                                  if per_word > 1 else 1)
 
-        # The next stream with a full flit after the current one: the lowest such stream
-        # above the current one, else the lowest of all (``x & -x`` isolates the lowest
-        # set bit). While a flit is sent, its stream is left out (its other slot's flit
-        # shows only once this one is taken).
-        waiting = Cat(*[unit.flit_valid for unit in units])
-        others = waiting & ~Mux(sending, (Const(1, count + 1) << current)[:count], 0)
-        above = others & ~((Const(2, count + 1) << current) - 1)[:count]
+        # The round robin, picked ahead from registers: ``seen``, the sources with a full
+        # flit a cycle ago (the one whose flit was taken then left out, as its next slot
+        # shows only now), and the current source (one-hot, and the sources above it).
+        # ``pick`` is the lowest source of ``seen`` above the current one, else the
+        # lowest of all, the current one left out while its flit is sent (``x ^ -x``:
+        # the bits above the lowest set one). A pick made two cycles ago is still good
+        # when it is taken: a source's flit goes only while it is the current one, and a
+        # flit takes 4 rows or more.
+        taken = Signal(count)
+        seen = Signal(count)
+        current_hot = Signal(count, init=1)
+        current_above = Signal(count, init=((1 << count) - 2))
+        m.d.sync += seen.eq(Cat(*[unit.flit_valid for unit in units]) & ~taken)
+        others = seen & ~Mux(sending, current_hot, 0)
+        above = others & current_above
         pool = Mux(above.any(), above, others)
-        lowest = (pool & -pool)[:count]
-        following = Signal.like(current)
-        m.d.comb += following.eq(_index_of_one_hot(lowest))
+        lowest, higher = (pool & -pool)[:count], (pool ^ -pool)[:count]
+        pick = Signal.like(current)
+        pick_hot = Signal(count)
+        pick_above = Signal(count)
+        pick_valid = Signal()
+        m.d.sync += [pick.eq(_index_of_one_hot(lowest)), pick_hot.eq(lowest),
+                     pick_above.eq(higher), pick_valid.eq(others.any())]
 
-        meta_fields = {
-            "valid": 1, "current": range(max(2, count)), "first": 1, "last": 1,
-            "final": 1, "row": range(rows), "end": range(p.flit_bytes + 1), "header": 32}
-        if p.stream_numbers:
-            meta_fields["number"] = 8
-            number = Signal(8)
-            m.d.comb += number.eq(mux_tree([unit.number for unit in units], current, 8))
+        meta_fields = {"valid": 1, "current": range(max(2, count)), "last": 1, "final": 1,
+                       "row": range(rows)}
         meta_layout = data.StructLayout(meta_fields)
         meta = [Signal(meta_layout, name=f"meta{n}") for n in range(5)]
+        following = [current.eq(pick), current_hot.eq(pick_hot),
+                     current_above.eq(pick_above)]
         with m.If(~sending):
-            with m.If(others.any()):
-                m.d.sync += [current.eq(following), sending.eq(1), row.eq(0)]
+            with m.If(pick_valid):
+                m.d.sync += [*following, sending.eq(1), row.eq(0)]
         with m.Elif(~word_start | (pending < LINK_OUT_DEPTH)):
             m.d.comb += [
                 issue.eq(1),
                 meta[0].valid.eq(1), meta[0].current.eq(current),
-                meta[0].first.eq(row == 0), meta[0].last.eq(row == rows - 1),
+                meta[0].last.eq(row == rows - 1),
                 meta[0].final.eq(row[:(per_word - 1).bit_length()] == per_word - 1
                                  if per_word > 1 else 1),
-                meta[0].row.eq(row), meta[0].end.eq(end),
-                meta[0].header.eq(header),
+                meta[0].row.eq(row),
             ]
-            if p.stream_numbers:
-                m.d.comb += meta[0].number.eq(number)
             m.d.sync += row.eq(row + 1)
             with m.If(row == rows - 1):
+                m.d.comb += taken.eq(current_hot)
                 for index, unit in enumerate(units):
-                    m.d.comb += unit.flit_taken.eq(current == index)
+                    m.d.comb += unit.flit_taken.eq(current_hot[index])
                 m.d.sync += row.eq(0)
-                with m.If(others.any()):
-                    m.d.sync += current.eq(following)
+                with m.If(pick_valid):
+                    m.d.sync += following
                 with m.Else():
                     m.d.sync += sending.eq(0)
         m.d.sync += [later.eq(earlier) for earlier, later in zip(meta, meta[1:])]
-        # The bytes a piece keeps, from the registered row and end (the end's select
-        # and these compares in one cycle were the 16-stream critical path).
-        # They go beside the pipeline, in step with ``meta[2]``, then ``meta[3]``.
-        end_row, end_column = meta[1].end >> column_bits, meta[1].end[:column_bits]
-        keeps = [Signal(piece_bytes, name=f"keep{n}") for n in (2, 3)]
-        m.d.sync += [
-            keeps[0].eq(Cat(*[(meta[1].row < end_row) | ((meta[1].row == end_row)
-                                                        & _above_constant(end_column, column))
-                              for column in range(piece_bytes)])),
-            keeps[1].eq(keeps[0]),
-        ]
 
         gathered = [Signal(piece_bits, name=f"gathered{index}")
                     for index in range(len(groups))]
@@ -1120,22 +1147,7 @@ class LinkTx(_LinkBlock):
         else:
             m.d.sync += selected.eq(mux_tree(gathered, meta[2].current >> group_bits,
                                              piece_bits))
-
-        shaped = meta[3]
-        # (With stream numbers, the number goes in its byte of the flit's last piece.)
-        number_column = (p.fmt.sequence_offset - (rows - 1) * piece_bytes
-                         if p.stream_numbers else None)
-        out = []
-        for column in range(piece_bytes):
-            kept = Mux(keeps[1][column], _byte_of_row(selected, column, piece_bytes), 0)
-            if column < HEADER_BYTES:
-                kept = Mux(shaped.first,
-                           shaped.header.word_select(HEADER_BYTES - 1 - column, 8), kept)
-            if column == number_column:
-                kept = Mux(shaped.last, shaped.number, kept)
-            out.append(kept)
-        piece = Signal(piece_bits)
-        m.d.comb += piece.eq(Cat(*reversed(out)))
+        piece = selected                  # with meta[3]
         # seal: the piece and its CRC part (the register it leaves alone) into a
         # register; then each half's CRC register takes the part, and the flit's last
         # piece gets the CRC field (zero until then, as the part took it).
