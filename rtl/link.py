@@ -460,8 +460,25 @@ class _TxStream(wiring.Component):
                                          "bank": 1})
         m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=4)
 
-        symbol = self.i.payload.symbols[0]
-        has = self.i.payload.count != 0
+        # The input stage: two entries (a main register and a skid, as RegisterSlice's),
+        # so ``i.ready`` is a flip-flop; with a code lengths' memory each symbol's
+        # lengths (both banks') are read as it enters, so the cutter's loop starts from
+        # registers. A length written while its symbol waits in the stage is written
+        # into the stage too (the read as it enters misses a write in the same cycle),
+        # so a symbol taken after a table switch has the new table's length.
+        stage_fields = {"symbol": symbol_bits, "has": 1, "last": 1}
+        if not bf16:
+            stage_fields["lengths"] = 10
+        stage_layout = data.StructLayout(stage_fields)
+        main, skid = Signal(stage_layout), Signal(stage_layout)
+        main_valid, skid_valid = Signal(), Signal()
+        incoming = Signal(stage_layout)
+        consume = Signal()                # the cutter takes the main register's symbol
+        m.d.comb += [incoming.symbol.eq(self.i.payload.symbols[0]),
+                     incoming.has.eq(self.i.payload.count != 0),
+                     incoming.last.eq(self.i.payload.last),
+                     self.i.ready.eq(~skid_valid)]
+        symbol, has = main.symbol, main.has
         acc = Signal(12)                  # bits of the chunk so far, coded
         count = Signal(12)                # its symbols
         coded = Signal()                  # its choice is known: coded
@@ -532,6 +549,9 @@ class _TxStream(wiring.Component):
                 shape=unsigned(10), depth=256,
                 init=[length | length << 5 for length in _code_lengths(p.codec, p.tables)])
             length_read = lengths.read_port(domain="comb")
+            m.d.comb += [length_read.addr.eq(incoming.symbol),
+                         incoming.lengths.eq(length_read.data)]
+            fix = lambda entry: entry.lengths               # noqa: E731
             if p.tables_in_band:              # (else a ROM: nothing drives ``table``)
                 length_write = lengths.write_port(granularity=5)
                 length_written = table_valid & (table_write.addr < 256)
@@ -539,19 +559,24 @@ class _TxStream(wiring.Component):
                              length_write.data.eq(Cat(table_write.length, table_write.length)),
                              length_write.en.eq(Cat(length_written & enc_active,  # idle: 0
                                                     length_written & ~enc_active))]
+
+                def fix(entry):
+                    """``entry``'s lengths with this cycle's write in."""
+                    hit = length_write.en & (entry.symbol == table_write.addr[:8]).replicate(2)
+                    return Cat(*[Mux(hit[bank], table_write.length,
+                                     entry.lengths[5 * bank:5 * bank + 5]) for bank in range(2)])
             # Both banks' sums and overflows, selected by the bank last: the bank (a
             # fresh table's taking between frames) is not in front of the add.
             sums = [Signal(12, name=f"sum{bank}") for bank in range(2)]
             overs = [Signal(name=f"over{bank}") for bank in range(2)]
             for bank in range(2):
-                m.d.comb += [sums[bank].eq(acc + length_read.data[5 * bank:5 * bank + 5]),
+                m.d.comb += [sums[bank].eq(acc + main.lengths[5 * bank:5 * bank + 5]),
                              overs[bank].eq(sums[bank] > body_bits)]
-            m.d.comb += [length_read.addr.eq(symbol),
-                         new_acc.eq(Mux(cut_bank, sums[1], sums[0]))]
+            m.d.comb += new_acc.eq(Mux(cut_bank, sums[1], sums[0]))
         space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
         m.d.sync += written.eq(written + modes.w_en)
-        with m.If(self.i.valid & self.i.ready):
-            m.d.sync += in_frame.eq(~self.i.payload.last)
+        with m.If(consume):
+            m.d.sync += in_frame.eq(~main.last)
         with m.If(take_fresh):
             m.d.sync += [ahead.eq(1), ahead_tag.eq(self.fresh_bank), switch_at.eq(written)]
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
@@ -565,14 +590,30 @@ class _TxStream(wiring.Component):
         entry = Signal(data.StructLayout({"symbol": symbol_bits, "has": 1, "end": 1}))
         info = Signal(info_layout)
         m.d.comb += [chunks.w_data.eq(entry), infos.w_data.eq(info),
-                     self.i.ready.eq(space & ~cut)]
+                     consume.eq(main_valid & space & ~cut)]
+        # The stage moves on as RegisterSlice's registers do, the cutter its reader.
+        if not bf16:
+            m.d.sync += [main.lengths.eq(fix(main)), skid.lengths.eq(fix(skid))]
+        taken_in = Signal(stage_layout)
+        m.d.comb += taken_in.eq(incoming)
+        if not bf16:
+            m.d.comb += taken_in.lengths.eq(fix(incoming))
+        with m.If(consume | ~main_valid):
+            with m.If(skid_valid):
+                m.d.sync += [main.eq(skid), main_valid.eq(1), skid_valid.eq(0)]
+                if not bf16:
+                    m.d.sync += main.lengths.eq(fix(skid))
+            with m.Else():
+                m.d.sync += [main.eq(taken_in), main_valid.eq(self.i.valid)]
+        with m.Elif(self.i.valid & ~skid_valid):
+            m.d.sync += [skid.eq(taken_in), skid_valid.eq(1)]
 
         def close(*, raw, count_, bits_, last):
             m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
                          info.last.eq(last), info.bank.eq(cut_tag), infos.w_en.eq(1)]
             m.d.sync += [acc.eq(0), count.eq(0), coded.eq(0), *restart]
 
-        with m.If(self.i.valid & space):
+        with m.If(main_valid & space):
             with m.If(cut):
                 # A marker entry ends the chunk; the symbol is taken next cycle.
                 m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunks.w_en.eq(1)]
@@ -581,14 +622,13 @@ class _TxStream(wiring.Component):
                       last=0)
             with m.Else():
                 m.d.comb += [entry.symbol.eq(symbol), entry.has.eq(has),
-                             entry.end.eq(self.i.payload.last),
-                             chunks.w_en.eq(has | self.i.payload.last)]
+                             entry.end.eq(main.last), chunks.w_en.eq(has | main.last)]
                 with m.If(has):
                     m.d.sync += [acc.eq(new_acc), count.eq(count + 1), *step]
                 with m.If(decide):
                     m.d.sync += coded.eq(1)
                     m.d.comb += [modes.w_data.eq(0), modes.w_en.eq(1)]
-                with m.If(self.i.payload.last):
+                with m.If(main.last):
                     now_coded = coded | decide
                     total = count + has
                     with m.If(~now_coded):

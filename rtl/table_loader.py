@@ -181,8 +181,12 @@ class TableLoader(wiring.Component):
         in_head = offset < head_bytes
         in_body = ~in_head & (offset != IMAGE_BYTES["qlc"])
 
-        # One symbol's area a cycle from the bit buffer, when the output is free.
+        # One symbol's area a cycle from the bit buffer, when the output is free. Each
+        # area's ``fulls`` flag says it has all its symbols, a register (a rank counts up
+        # from the area's base and meets the end exactly: the compare is made as the rank
+        # is stepped, not behind the area's select).
         area = buf[7:10]
+        fulls = Signal(AREAS)
         step = (nbits >= 3) & free & ~done
         left = Mux(step, nbits - 3, nbits)
         m.d.comb += self.i.ready.eq(~ended & ~done & (in_head | ~in_body | (left < 3)))
@@ -192,10 +196,10 @@ class TableLoader(wiring.Component):
             length = Signal(5)
             for a in range(AREAS):
                 with m.If(area == a):
-                    # (a rank counts up from the area's base: it meets the end exactly)
-                    m.d.comb += [rank.eq(ranks[a]), full.eq(ranks[a] == ends[a]),
+                    m.d.comb += [rank.eq(ranks[a]), full.eq(fulls[a]),
                                  length.eq(3 + widths[a])]
-                    m.d.sync += ranks[a].eq(ranks[a] + 1)
+                    m.d.sync += [ranks[a].eq(ranks[a] + 1),
+                                 fulls[a].eq(fulls[a] | ((ranks[a] + 1)[:9] == ends[a]))]
             with m.If(full):
                 m.d.sync += bad.eq(1)
             with m.Elif(~bad):
@@ -209,33 +213,40 @@ class TableLoader(wiring.Component):
 
         # A head byte is checked and kept a cycle after it is taken, from registers (the
         # sizes' add and compares were the receiver's longest path behind ``i.valid``); the
-        # body's first symbol, which needs the ranks, comes a cycle later still.
+        # body's first symbol, which needs the ranks, comes a cycle later still. An area's
+        # first byte (its width, and its size's top bit) is held apart (``width``,
+        # ``top``, ``limit``: ``1 << width``), so its second is checked with no select by
+        # area in front of the add and compares.
         head_byte = Signal(8)
         head_offset = Signal(4)
         head_valid = Signal()
+        width, top, limit = Signal(4), Signal(), Signal(9)
+        size = Cat(head_byte, top)
+        after = Signal(12)
+        m.d.comb += after.eq(total + size)
         m.d.sync += head_valid.eq(take & in_head)
         with m.If(take & in_head):
             m.d.sync += [head_byte.eq(byte), head_offset.eq(offset[:4])]
         with m.If(head_valid):
             a = head_offset[1:4]
+            with m.If(~head_offset[0]):
+                m.d.sync += [width.eq(head_byte[4:8]), top.eq(head_byte[0]),
+                             limit.eq(Mux(head_byte[4:8] > MAX_SUFFIX_BITS, 0,
+                                          Const(1, 9) << head_byte[4:8]))]
+                with m.If((head_byte[1:4] != 0) | (head_byte[4:8] > MAX_SUFFIX_BITS)):
+                    m.d.sync += bad.eq(1)
+            with m.Else():
+                m.d.sync += total.eq(after)
+                # (after the last area, the sum: known before any symbol's write, so no
+                # rank past 255)
+                with m.If((size > limit)
+                          | ((head_offset == 2 * AREAS - 1) & (after != SYMBOLS))):
+                    m.d.sync += bad.eq(1)
             for index in range(AREAS):
-                with m.If(a == index):
-                    with m.If(~head_offset[0]):
-                        m.d.sync += [widths[index].eq(head_byte[4:8]),
-                                     sizes[index].eq(Cat(Const(0, 8), head_byte[0]))]
-                        with m.If((head_byte[1:4] != 0) | (head_byte[4:8] > MAX_SUFFIX_BITS)):
-                            m.d.sync += bad.eq(1)
-                    with m.Else():
-                        size = Cat(head_byte, sizes[index][8])
-                        after = total + size
-                        m.d.sync += [sizes[index][:8].eq(head_byte), ranks[index].eq(total),
-                                     ends[index].eq(after), total.eq(after)]
-                        with m.If(size > (Const(1, 9) << widths[index])):
-                            m.d.sync += bad.eq(1)
-                        if index == AREAS - 1:
-                            # known before any symbol's write: no rank past 255
-                            with m.If(after != SYMBOLS):
-                                m.d.sync += bad.eq(1)
+                with m.If(head_offset[0] & (a == index)):
+                    m.d.sync += [widths[index].eq(width), sizes[index].eq(size),
+                                 ranks[index].eq(total), ends[index].eq(after),
+                                 fulls[index].eq(size == 0)]
         with m.If(take & in_body):
             m.d.sync += [buf.eq(shifted | (Cat(Const(0, 2), byte) >> left[:2])),
                          nbits.eq(left + 8)]
@@ -260,7 +271,8 @@ class TableLoader(wiring.Component):
         with m.If(done):
             # Ready for the next image.
             m.d.sync += [done.eq(0), offset.eq(0), ended.eq(0), bad_length.eq(0), bad.eq(0),
-                         symbol.eq(0), total.eq(0), area_write.eq(0), buf.eq(0), nbits.eq(0)]
+                         symbol.eq(0), total.eq(0), area_write.eq(0), buf.eq(0), nbits.eq(0),
+                         fulls.eq(0)]
 
     # -- Huffman ---------------------------------------------------------------------------
 
