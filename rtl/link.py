@@ -112,7 +112,7 @@ first.
 Limits of this version: 1 lane a stream (a symbol, or a bf16 value, a cycle).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
@@ -501,7 +501,7 @@ class _TxStream(wiring.Component):
                        plain_escape.eq(plain_escape.init), rounded_next.eq(rounded_next.init)]
             step = []                     # (below, once the escape flag is known)
         else:
-            restart = step = []
+            restart, step = [], []
         # Between frames the cutter takes a fresh table at once.
         take_fresh = ~in_frame & self.fresh & ~ahead
         # Chunks (their modes) cut so far, and at a fresh table's taking how many came
@@ -569,10 +569,18 @@ class _TxStream(wiring.Component):
             # fresh table's taking between frames) is not in front of the add.
             sums = [Signal(12, name=f"sum{bank}") for bank in range(2)]
             overs = [Signal(name=f"over{bank}") for bank in range(2)]
+            # The overflows from ``room`` (``body_bits - acc``, a register beside ``acc``;
+            # below 0 while a chunk that is not yet coded runs over): a symbol's length
+            # (5 bits) against it, with no add in front.
+            room = Signal(signed(13), init=body_bits)
             for bank in range(2):
-                m.d.comb += [sums[bank].eq(acc + main.lengths[5 * bank:5 * bank + 5]),
-                             overs[bank].eq(sums[bank] > body_bits)]
+                bank_length = main.lengths[5 * bank:5 * bank + 5]
+                m.d.comb += [sums[bank].eq(acc + bank_length),
+                             overs[bank].eq(room[-1] | ((room[5:] == 0)
+                                                        & (room[:5] < bank_length)))]
             m.d.comb += new_acc.eq(Mux(cut_bank, sums[1], sums[0]))
+            restart.append(room.eq(room.init))
+            step.append(room.eq(room - Mux(cut_bank, main.lengths[5:10], main.lengths[:5])))
         space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
         m.d.sync += written.eq(written + modes.w_en)
         with m.If(consume):
@@ -585,8 +593,10 @@ class _TxStream(wiring.Component):
             over = Mux(escape, plain_escape > body_bits, plain > body_bits)
         else:
             over = Mux(cut_bank, overs[1], overs[0])
-        cut = has & Mux(coded, over, (count == raw_symbols) & over)
-        decide = has & ~coded & (count == raw_symbols) & ~over
+        # (``at_raw``: ``count == raw_symbols``, a register set with ``count``.)
+        at_raw = Signal()
+        cut = has & Mux(coded, over, at_raw & over)
+        decide = has & ~coded & at_raw & ~over
         entry = Signal(data.StructLayout({"symbol": symbol_bits, "has": 1, "end": 1}))
         info = Signal(info_layout)
         m.d.comb += [chunks.w_data.eq(entry), infos.w_data.eq(info),
@@ -611,7 +621,7 @@ class _TxStream(wiring.Component):
         def close(*, raw, count_, bits_, last):
             m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
                          info.last.eq(last), info.bank.eq(cut_tag), infos.w_en.eq(1)]
-            m.d.sync += [acc.eq(0), count.eq(0), coded.eq(0), *restart]
+            m.d.sync += [acc.eq(0), count.eq(0), at_raw.eq(0), coded.eq(0), *restart]
 
         with m.If(main_valid & space):
             with m.If(cut):
@@ -624,7 +634,8 @@ class _TxStream(wiring.Component):
                 m.d.comb += [entry.symbol.eq(symbol), entry.has.eq(has),
                              entry.end.eq(main.last), chunks.w_en.eq(has | main.last)]
                 with m.If(has):
-                    m.d.sync += [acc.eq(new_acc), count.eq(count + 1), *step]
+                    m.d.sync += [acc.eq(new_acc), count.eq(count + 1),
+                                 at_raw.eq(count + 1 == raw_symbols), *step]
                 with m.If(decide):
                     m.d.sync += coded.eq(1)
                     m.d.comb += [modes.w_data.eq(0), modes.w_en.eq(1)]
@@ -955,24 +966,32 @@ class _TxTables(wiring.Component):
             m, p, read_data=read.data, row=self.row, header=header, end=end,
             number=Const(0, 8)))                  # (a table flit's number is 0)
         length = Mux(self.length > IMAGE_MAX, IMAGE_MAX, self.length)
-        piece_end = Mux(start + body_bytes < length, start + body_bytes, length)
+        # The piece's end (past its last image byte) and whether it is the image's last,
+        # registers set with the piece's start.
+        piece_end = Signal(range(IMAGE_MAX + 1))
+        piece_last = Signal()
+
+        def start_piece(first):
+            reach = first + body_bytes
+            return [start.eq(first), piece_end.eq(Mux(reach < length, reach, length)),
+                    piece_last.eq(reach >= length)]
+
         m.d.comb += [copy_read.addr.eq(copy),
                      fill.addr.eq(position // piece_bytes),
                      fill.data.eq(Cat(*[copy_read.data] * piece_bytes)),
                      read.addr.eq(self.row)]
         with m.If(self.send):
-            m.d.sync += [copying.eq(1), start.eq(0), copy.eq(0),
+            m.d.sync += [copying.eq(1), *start_piece(Const(0)), copy.eq(0),
                          position.eq(HEADER_BYTES)]
         with m.If(copying):
             with m.If(copy != piece_end):
                 m.d.comb += fill.en.eq(_byte_enables(position, 1, piece_bytes))
                 m.d.sync += [copy.eq(copy + 1), position.eq(position + 1)]
             with m.Else():
-                last = piece_end == length
                 m.d.sync += [
                     copying.eq(0), self.flit_valid.eq(1),
                     header.eq(_header(codec=Const(coded_id, 2), bank=self.bank,
-                                      last=last, stream=0, count=start,
+                                      last=piece_last, stream=0, count=start,
                                       bits=(piece_end - start) << 3, table=1)),
                     end.eq(position),
                 ]
@@ -981,7 +1000,7 @@ class _TxTables(wiring.Component):
             with m.If(header[27]):
                 m.d.comb += self.sent.eq(1)
             with m.Else():
-                m.d.sync += [copying.eq(1), start.eq(copy), position.eq(HEADER_BYTES)]
+                m.d.sync += [copying.eq(1), *start_piece(copy), position.eq(HEADER_BYTES)]
         return m
 
 
@@ -1135,16 +1154,22 @@ class LinkTx(_LinkBlock):
         current_hot = Signal(count, init=1)
         current_above = Signal(count, init=((1 << count) - 2))
         m.d.sync += seen.eq(Cat(*[unit.flit_valid for unit in units]) & ~taken)
+        # (Both pools' picks are made at once, and the one taken is selected after.)
         others = seen & ~Mux(sending, current_hot, 0)
         above = others & current_above
-        pool = Mux(above.any(), above, others)
-        lowest, higher = (pool & -pool)[:count], (pool ^ -pool)[:count]
+        use_above = above.any()
+        picks = [((pool & -pool)[:count], (pool ^ -pool)[:count]) for pool in (above, others)]
         pick = Signal.like(current)
         pick_hot = Signal(count)
         pick_above = Signal(count)
         pick_valid = Signal()
-        m.d.sync += [pick.eq(_index_of_one_hot(lowest)), pick_hot.eq(lowest),
-                     pick_above.eq(higher), pick_valid.eq(others.any())]
+        m.d.sync += [
+            pick.eq(Mux(use_above, _index_of_one_hot(picks[0][0]),
+                        _index_of_one_hot(picks[1][0]))),
+            pick_hot.eq(Mux(use_above, picks[0][0], picks[1][0])),
+            pick_above.eq(Mux(use_above, picks[0][1], picks[1][1])),
+            pick_valid.eq(others.any()),
+        ]
 
         meta_fields = {"valid": 1, "current": range(max(2, count)), "last": 1, "final": 1,
                        "row": range(rows)}
