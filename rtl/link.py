@@ -1707,14 +1707,21 @@ class _RxStream(wiring.Component):
 
         config = decoder.i_config
         if p.tables_in_band:          # (else nothing writes the decoder's config)
+            # The loader's write passes a register here, so the broadcast to every stream
+            # ends at a flip-flop: the decoder takes it a cycle later, and is ready then
+            # (LinkRx offers writes only once every stream is clear and ready, and from
+            # then until the load ends a decoder's ``ready`` only rises: no stream can
+            # start a switch while the bank it would need is being loaded).
+            table_write = Signal.like(self.table.payload)
+            table_valid = Signal()
+            m.d.sync += [table_valid.eq(self.table.valid), table_write.eq(self.table.payload)]
             with m.If(switching):
                 m.d.comb += [config.valid.eq(1),
                              config.payload.addr.eq(_codec_module(p.codec).SWITCH_ADDR)]
                 with m.If(config.ready):
                     m.d.sync += [switching.eq(0), active.eq(~active)]
             with m.Else():
-                m.d.comb += [config.valid.eq(self.table.valid),
-                             config.payload.eq(self.table.payload)]
+                m.d.comb += [config.valid.eq(table_valid), config.payload.eq(table_write)]
             m.d.comb += [self.table_ready.eq(~switching & config.ready),
                          self.clear.eq((active != self.load_bank) & ~switching)]
 
@@ -1970,9 +1977,10 @@ class LinkRx(_LinkBlock):
             units.append(unit)
 
         # Routing: each word is tagged with its stream (one-hot, or none: dropped) or as a
-        # table flit's as it is taken into a small queue (distributed RAM), and written
-        # from the queue's head into its stream's buffer (or the table unit's): no wide
-        # register waits on the streams, and i.ready is the queue's (a flip-flop compare).
+        # table flit's as it is taken into a small queue (distributed RAM, its head in a
+        # register), and written from the queue's head into its stream's buffer (or the
+        # table unit's): no wide register waits on the streams, i.ready is the queue's (a
+        # flip-flop compare), and the head's decode starts from flip-flops.
         row = Signal(range(p.rows))               # of the next word taken
         target = Signal(range(max(2, p.streams)))
         keep = Signal()                           # the flit goes to a stream (else dropped)
@@ -2002,7 +2010,7 @@ class LinkRx(_LinkBlock):
                                              for index in range(p.streams)])),
                      tagged.table.eq(table),
                      tagged.parts.eq(word_parts)]
-        m.submodules.routed = queue = SyncFIFO(width=tagged_layout.size, depth=4)
+        m.submodules.routed = queue = SyncFIFOBuffered(width=tagged_layout.size, depth=4)
         m.d.comb += [queue.w_data.eq(tagged), queue.w_en.eq(link_i.valid),
                      link_i.ready.eq(queue.w_rdy)]
         taken = link_i.valid & link_i.ready
@@ -2066,17 +2074,23 @@ class LinkRx(_LinkBlock):
         bank_valid = Signal(2, init=0b11, reset_less=True)   # both hold the elaboration
         all_clear = Signal()                                 # tables at power-up
         m.d.sync += all_clear.eq(Cat(*[unit.clear for unit in units]).all() & load_active)
+        # Every stream ready for a write, a cycle late: from a cycle where every stream
+        # is clear, none can start a switch (a flit naming the bank being loaded waits),
+        # so a decoder's ``ready`` then only rises until the load ends, and a write
+        # offered (each stream takes it through a register) is taken by every decoder.
+        all_ready = Signal()
+        m.d.sync += all_ready.eq(Cat(*[unit.table_ready for unit in units]).all()
+                                 & load_active)
         with m.If(tables.start):
             m.d.sync += load_active.eq(1)
-        offer = writes.valid & ~end_beat & all_clear & load_active
+        offer = writes.valid & ~end_beat & all_clear & all_ready & load_active
         for unit in units:
             m.d.comb += [unit.bank_valid.eq(bank_valid), unit.loading.eq(load_active),
                          unit.load_bank.eq(tables.bank),
                          unit.table.valid.eq(offer),
                          unit.table.payload.addr.eq(writes.payload.addr),
                          unit.table.payload.data.eq(writes.payload.data)]
-        m.d.comb += writes.ready.eq(Mux(end_beat, 1, offer & Cat(
-            *[unit.table_ready for unit in units]).all()))
+        m.d.comb += writes.ready.eq(Mux(end_beat, 1, offer))
         with m.If(offer):
             m.d.sync += bank_valid.bit_select(tables.bank, 1).eq(0)
         with m.If(writes.valid & end_beat):
