@@ -9,8 +9,9 @@ flit to its stream's decoder and gives each stream's symbols back, in order, on 
 
 Each stream of :class:`LinkTx`:
 
-1. a *cutter* reads each symbol's code length from a length table and cuts the stream
-   into flit-sized chunks at symbol boundaries, as the golden :class:`FlitWriter` does:
+1. an input stage of two registers reads each symbol's code lengths (both banks') from a
+   length table as the symbol enters, and a *cutter* cuts the stream into flit-sized
+   chunks at symbol boundaries, as the golden :class:`FlitWriter` does:
    a chunk is coded only if that carries more symbols than a raw flit (the choice is
    known at the raw flit's ``n + 1``-th symbol, or at the frame's end), else it goes raw;
 2. a chunk queue (a block RAM of 512 symbols) holds the symbols until their chunk's
@@ -19,12 +20,14 @@ Each stream of :class:`LinkTx`:
    go round it;
 4. the body is written into a flit buffer of two flits (distributed RAM, rows of
    ``LINK_PIECE_BYTES``, or of ``link_bytes`` if fewer), and the header once the chunk
-   ends; a full flit waits for the link.
+   ends; a full flit waits for the link, which reads it a row a cycle, each row shaped
+   here (the header in front, the bytes past the body zero).
 
-The link side takes the streams' full flits round robin, a flit at a time and a row a
-cycle, and sends each as ``flit_bytes / link_bytes`` words, the header in front, every
-bit past the header's ``bits`` zero but the CRC field's: each 128-byte half's CRC-16
-(:func:`~linkcodec.golden.link.flit_crcs`), computed over the rows as they go out.
+The link side takes the streams' full flits round robin (picked ahead, from registers), a
+flit at a time and a row a cycle, and sends each as ``flit_bytes / link_bytes`` words, the
+header in front, every bit past the header's ``bits`` zero but the CRC field's: each
+128-byte half's CRC-16 (:func:`~linkcodec.golden.link.flit_crcs`), computed over the rows
+as they go out.
 
 Each stream of :class:`LinkRx` has a flit buffer of two flits; a raw flit is read out a
 symbol a cycle, a coded one is fed to the codec's decoder a word a cycle, and the
@@ -1041,15 +1044,17 @@ class LinkTx(_LinkBlock):
     incompressible bytes need 16 and their flits' overhead, and slow to about 94 %). The
     cutter spends one more cycle a flit. Latency: a flit leaves once it is full (or its
     frame ended), so a symbol waits for the rest of its flit: about a flit's worth of
-    symbols, plus the encoder's latency, the chunk's head queue and write register (3
-    cycles), the flit's finish (1), the flit's rows up to the symbol's word (up to
-    ``flit_bytes / 16``), and the link side's pipeline (the CRC's stage included) and
+    symbols, plus the input stage (1 cycle), the encoder's latency, the chunk's head queue
+    and write register (3), the flit's finish (1), the round robin's pick, made ahead from
+    registers (2 when the link side was idle), the flit's rows up to the symbol's word (up
+    to ``flit_bytes / 16``), and the link side's pipeline (the CRC's stage included) and
     output queue (7); with retry, :class:`~linkcodec.rtl.retry.RetryTx` (``retry``) holds
     a flit until its last word is in and adds 2 cycles to that word;
     ``linkcodec sim link`` measures it. Backpressure on ``o`` fills the output queue and
     holds the link side; each stream then fills its two flits and its chunk queue, and its
     ``i.ready`` falls.
-    ``i.ready`` depends on ``i.payload`` (a cut takes a cycle) but never on ``o.ready``.
+    Each stream's ``i.ready`` is a flip-flop (its input stage's): it depends neither on
+    ``i.payload`` nor on ``o.ready``.
     Every byte is a valid symbol; a bad table image is refused (``o_table``'s
     ``error``) and changes nothing. Reset clears every queue and flit in flight and the
     image in hand; the tables, and which bank each stream's table is in, stay.
@@ -1925,11 +1930,11 @@ class LinkRx(_LinkBlock):
 
     Throughput: a symbol a cycle a stream, flits back to back; ``i`` takes a word a
     cycle while the flits' streams have room. Latency: each word passes a 4-deep queue
-    and a write stage (2 cycles when the queue is empty), a flit's words are buffered
-    before it is read out (``flit_bytes / link_bytes`` cycles), then a raw flit's first
-    symbol follows in 3 cycles (``5 + flit_bytes / link_bytes`` after the flit's first
-    word is taken, with no idle cycle or backpressure: 9 at 256 bytes and 64-byte
-    words), and a coded one's after the decoder's latency and a register slice behind
+    whose head is a register and a write stage (3 cycles when the queue is empty), a
+    flit's words are buffered before it is read out (``flit_bytes / link_bytes``
+    cycles), then a raw flit's first symbol follows in 3 cycles (``6 + flit_bytes /
+    link_bytes`` after the flit's first word is taken, with no idle cycle or
+    backpressure: 10 at 256 bytes and 64-byte words), and a coded one's after the decoder's latency and a register slice behind
     the decoder (1). Backpressure on ``o_sK`` fills
     stream K's two flit slots; the next flit for it then waits at the queue's head
     (``i.ready`` falls once the queue is full) and holds every stream. ``i.ready`` is the

@@ -203,7 +203,7 @@ def test_rx_names_bad_flits(seed):
 def test_rx_takes_a_word_a_cycle(link_bytes):
     """As LinkRx's docstring says: with no idle cycle or backpressure it takes a word a
     cycle while the stream has room (two raw flits, for its two slots), and a raw flit's
-    first symbol comes out 5 + flit_bytes / link_bytes cycles after the flit's first word
+    first symbol comes out 6 + flit_bytes / link_bytes cycles after the flit's first word
     is taken."""
     fmt = LinkFormat("qlc", streams=1, flit_bytes=256)
     symbols = np.random.default_rng(7).integers(0, 256, 2 * fmt.raw_symbols,
@@ -218,7 +218,7 @@ def test_rx_takes_a_word_a_cycle(link_bytes):
     taken = result["input_cycles"]["i"]
     assert np.diff(taken).tolist() == [1] * (len(taken) - 1), taken
     first_out = result["output_cycles"]["o_s0"][0]
-    assert first_out - taken[0] == 5 + 256 // link_bytes, (taken, first_out)
+    assert first_out - taken[0] == 6 + 256 // link_bytes, (taken, first_out)
 
 
 def _spoil(flit, rng):
