@@ -37,8 +37,8 @@ def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, lin
                          stream_numbers=stream_numbers)
 
 
-#: The block RAM columns (:func:`linkcodec.synth.ebr_site`) of ``LinkRx``'s floorplan,
-#: left to right, for 8 streams a row.
+#: The block RAM columns (:func:`linkcodec.synth.ebr_site`) of the link's floorplan
+#: (``LinkRx``'s and ``LinkTx``'s), left to right, for 8 streams a row.
 RX_FLOORPLAN_COLUMNS = (1, 8, 15, 22, 29, 35, 43, 50)
 #: Its block RAM rows (y = 22 and 70 on the 85k).
 RX_FLOORPLAN_ROWS = (0, 2)
@@ -48,21 +48,22 @@ def link_floorplan(kind, *, codec="qlc", streams=1):
     """The floorplan ``linkcodec report`` places ``kind`` with (``pins`` for
     :func:`linkcodec.synth.ecp5`), or None for none.
 
-    ``LinkRx`` of QLC above ``LINK_GROUP`` streams: each stream's block RAM (its
-    decoder's rank table) fixed at a block RAM site of its own, the streams in two rows
-    across the die (:data:`RX_FLOORPLAN_ROWS`; at 16 streams 8 a row, at the sites of
-    :data:`RX_FLOORPLAN_COLUMNS`, fewer streams spread over them). Out of context a design
-    has no fixed cell, and the placer spread each stream across the die; this gives each
-    stream a place of its own. The other codecs' receivers have no such floorplan (the
-    exponent decoder has no block RAM, the Huffman decoder 17 a stream), nor has
-    ``LinkTx``, which closed no faster with one (docs/link.md, "The receiver, placed with
-    a floorplan")."""
+    ``LinkRx`` and ``LinkTx`` of QLC above ``LINK_GROUP`` streams: each stream's block
+    RAMs (the receiver's one, its decoder's rank table; the transmitter's two, its chunk
+    queue and its encoder's table, side by side) fixed at block RAM sites of their own,
+    the streams in two rows across the die (:data:`RX_FLOORPLAN_ROWS`; at 16 streams 8 a
+    row, at the sites of :data:`RX_FLOORPLAN_COLUMNS`, fewer streams spread over them).
+    Out of context a design has no fixed cell, and the placer spread each stream across
+    the die; this gives each stream a place of its own. The other codecs' blocks have no
+    such floorplan (the exponent blocks have no block RAM, the Huffman decoder 17 a
+    stream); docs/link.md, "The receiver, placed with a floorplan", and "The
+    transmitter's link side and cutter, and its floorplan"."""
     from .rtl.link import LINK_GROUP
     from .synth import EBR_GROUPS_85K, ebr_site
 
     if kind not in LINK_BLOCKS:
         raise ValueError(f"kind must be one of {', '.join(LINK_BLOCKS)}, not {kind!r}")
-    if kind != "link-rx" or codec != "qlc" or streams <= LINK_GROUP:
+    if codec != "qlc" or streams <= LINK_GROUP:
         return None
     per_row = -(-streams // len(RX_FLOORPLAN_ROWS))
     last = len(RX_FLOORPLAN_COLUMNS) - 1

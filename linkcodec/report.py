@@ -16,7 +16,7 @@ stalls) for symbols per cycle. ``msymbols_per_s`` is ``symbols_per_cycle x fmax_
 from ``synth_ecp5 -noflatten``; the text output then says so under the table), ``bit_exact``
 and ``tools`` (the pinned yowasp versions); a link block's entry also has ``pinned``, the
 block RAMs its floorplan fixed (:func:`linkcodec.link_hardware.link_floorplan`: QLC's
-``LinkRx`` above 4 streams; 0 for none; the text output says so under the table).
+``LinkRx`` and ``LinkTx`` above 4 streams; 0 for none; the text output says so under the table).
 ``--seeds N`` reports the median Fmax of seeds 1 to N. Runs are cached by the hash of the
 Verilog, so an unchanged block reports at once.
 """

@@ -2077,15 +2077,26 @@ class LinkRx(_LinkBlock):
         wiring.connect(m, tables.o, image)
         m.d.comb += tables.loading.eq(load_active)
         bank_valid = Signal(2, init=0b11, reset_less=True)   # both hold the elaboration
-        all_clear = Signal()                                 # tables at power-up
-        m.d.sync += all_clear.eq(Cat(*[unit.clear for unit in units]).all() & load_active)
-        # Every stream ready for a write, a cycle late: from a cycle where every stream
-        # is clear, none can start a switch (a flit naming the bank being loaded waits),
-        # so a decoder's ``ready`` then only rises until the load ends, and a write
-        # offered (each stream takes it through a register) is taken by every decoder.
-        all_ready = Signal()
-        m.d.sync += all_ready.eq(Cat(*[unit.table_ready for unit in units]).all()
-                                 & load_active)
+        # Every stream clear (off the bank to load) and every stream ready for a write,
+        # each gathered through a register (above LINK_GROUP streams through two: a
+        # register a group of LINK_GROUP streams, then one of the groups', both of the same
+        # cycle): from a cycle where every stream is clear, none can start a switch (a
+        # flit naming the bank being loaded waits), so a decoder's ``ready`` then only
+        # rises until the load ends, and a write offered (each stream takes it through a
+        # register) is taken by every decoder.
+        def gathered(flags, name):
+            if p.table_registers:
+                groups = [Signal(name=f"{name}_group{start // LINK_GROUP}")
+                          for start in range(0, len(flags), LINK_GROUP)]
+                m.d.sync += [group.eq(Cat(*flags[LINK_GROUP * index:][:LINK_GROUP]).all()
+                                      & load_active) for index, group in enumerate(groups)]
+                flags = groups
+            result = Signal(name=name)
+            m.d.sync += result.eq(Cat(*flags).all() & load_active)
+            return result
+
+        all_clear = gathered([unit.clear for unit in units], "all_clear")
+        all_ready = gathered([unit.table_ready for unit in units], "all_ready")
         with m.If(tables.start):
             m.d.sync += load_active.eq(1)
         offer = writes.valid & ~end_beat & all_clear & all_ready & load_active

@@ -120,12 +120,12 @@ def test_report_says_when_a_block_was_synthesised_without_flattening(monkeypatch
 
 
 @pytest.mark.parametrize("block, streams, floorplan", [
-    ("link-rx", 5, True), ("link-rx", 4, False), ("link-tx", 5, False)])
-def test_report_places_the_receiver_above_4_streams_with_a_floorplan(
+    ("link-rx", 5, True), ("link-rx", 4, False), ("link-tx", 5, True), ("link-tx", 4, False)])
+def test_report_places_the_link_above_4_streams_with_a_floorplan(
         block, streams, floorplan, monkeypatch, capsys):
-    """``linkcodec report link-rx`` above ``LINK_GROUP`` streams hands the flow its
-    floorplan (a stream's block RAMs at sites of their own) and says so; 4 streams and
-    the transmitter are placed freely."""
+    """``linkcodec report link-rx`` or ``link-tx`` above ``LINK_GROUP`` streams hands the
+    flow its floorplan (a stream's block RAMs at sites of their own) and says so; at 4
+    streams each is placed freely."""
     import json
 
     import linkcodec.link_hardware
@@ -155,10 +155,11 @@ def test_report_places_the_receiver_above_4_streams_with_a_floorplan(
     assert json.loads(capsys.readouterr().out)[0]["pinned"] == streams
 
 
-def test_the_floorplan_is_qlc_receivers_above_4_streams_with_a_site_each():
+def test_the_floorplan_is_qlc_links_above_4_streams_with_sites_for_each_stream():
     """At 5 to 16 streams every QLC receiver stream has sites of its own (the first its
-    anchor, distinct across streams, all valid 85k sites); at 4 streams, for the other
-    codecs' receivers and for the transmitter there is none."""
+    anchor, distinct across streams, all valid 85k sites), and each transmitter stream the
+    same sites (its two block RAMs at the anchor and the nearest other); at 4 streams and
+    for the other codecs there is none."""
     from linkcodec.link_hardware import RX_FLOORPLAN_COLUMNS, link_floorplan
     from linkcodec.synth import ebr_site
 
@@ -168,11 +169,15 @@ def test_the_floorplan_is_qlc_receivers_above_4_streams_with_a_site_each():
         anchors = [sites[0] for _, sites in pins]
         assert len(set(anchors)) == streams
         assert all(len(sites) == 4 and len(set(sites)) == 4 for _, sites in pins)
+        assert link_floorplan("link-tx", codec="qlc", streams=streams) == pins
+        pairs = [site for _, sites in pins for site in sites[:2]]   # a transmitter's
+        assert len(set(pairs)) == 2 * streams
     pins = link_floorplan("link-rx", codec="qlc", streams=16)
     assert [sites[0] for _, sites in pins] == [
         ebr_site(column, row) for row in (0, 2) for column in RX_FLOORPLAN_COLUMNS]
     for kind, codec, streams in [("link-rx", "qlc", 4), ("link-rx", "huffman", 16),
-                                 ("link-rx", "exponent", 16), ("link-tx", "qlc", 16)]:
+                                 ("link-rx", "exponent", 16), ("link-tx", "qlc", 4),
+                                 ("link-tx", "huffman", 16), ("link-tx", "exponent", 16)]:
         assert link_floorplan(kind, codec=codec, streams=streams) is None
     with pytest.raises(ValueError, match="kind must be one of link-tx, link-rx, not 'x'"):
         link_floorplan("x", streams=16)
