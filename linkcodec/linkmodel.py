@@ -182,12 +182,13 @@ class LinkHardware(NamedTuple):
 #: from the codec blocks and the fill estimate.
 LINK_HARDWARE = {
     # 16 streams of 1-lane QLC with tables in band and the CRC (`linkcodec report link-tx
-    # link-rx --codec qlc --streams 16`): LinkTx 62.4 MHz on 46,348 LUTs (at 766d019),
-    # LinkRx 73.4 MHz on 42,132 LUTs (at 624dfe7); 15.707 symbols a cycle over the 16
-    # streams and 995 cycles at most, as its simulation (`link_throughput`) measured them.
+    # link-rx --codec qlc --streams 16`, seed 1, both placed with their floorplan): LinkTx
+    # 78.9 MHz on 48,232 LUTs, LinkRx 86.9 MHz on 42,225 LUTs (at 6dcab0a); 15.706 symbols
+    # a cycle over the 16 streams and 1,000 cycles at most, as its simulation
+    # (`link_throughput`) measured them.
     ("qlc", 1, 256): LinkHardware(
-        streams=16, symbols_per_cycle=0.9817, latency_cycles=995, fmax_mhz=62.4,
-        luts=46348 + 42132, commands={
+        streams=16, symbols_per_cycle=0.9816, latency_cycles=1000, fmax_mhz=78.9,
+        luts=48232 + 42225, commands={
             "symbols_per_cycle": "linkcodec report link-rx --codec qlc --streams 16",
             "latency_cycles": "linkcodec report link-rx --codec qlc --streams 16",
             "fmax_mhz": "linkcodec report link-tx link-rx --codec qlc --streams 16",
