@@ -1924,9 +1924,14 @@ class LinkRx(_LinkBlock):
     (:data:`~linkcodec.rtl.retry.ack_layout`, for ``LinkTx``'s ``i_ack``: with retry,
     :class:`~linkcodec.rtl.retry.RetryRx` takes each whole flit first and passes on only
     those whose CRC holds and whose number is the next, a flit's words later; a flit it
-    drops gives no error beat: it comes again). Table flits load the decoders' tables (the module's
-    docstring); with ``tables_in_band=False`` they are dropped, and every coded flit is
-    decoded with the elaboration tables, whichever bank it names.
+    drops gives no error beat: it comes again). Table flits load the decoders' tables
+    (the module's docstring): the loader's writes reach each decoder through a register,
+    and whether every stream is clear of the bank and ready comes back through one (above
+    :data:`LINK_GROUP` streams through two: a group's, then the groups'), so a load
+    starts 2 (3) cycles after the streams are clear and each write lands a cycle after it
+    is made; the link's symbols wait for none of it. With ``tables_in_band=False`` table
+    flits are dropped, and every coded flit is decoded with the elaboration tables,
+    whichever bank it names.
 
     Throughput: a symbol a cycle a stream, flits back to back; ``i`` takes a word a
     cycle while the flits' streams have room. Latency: each word passes a 4-deep queue
