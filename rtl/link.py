@@ -1927,9 +1927,9 @@ class LinkRx(_LinkBlock):
     drops gives no error beat: it comes again). Table flits load the decoders' tables
     (the module's docstring): the loader's writes reach each decoder through a register,
     and whether every stream is clear of the bank and ready comes back through one (above
-    :data:`LINK_GROUP` streams through two: a group's, then the groups'), so a load
-    starts 2 (3) cycles after the streams are clear and each write lands a cycle after it
-    is made; the link's symbols wait for none of it. With ``tables_in_band=False`` table
+    :data:`LINK_GROUP` streams through two: a group's, then the groups'), so a load's
+    first write is offered 1 (2) cycles after every stream is clear, and each write lands
+    in the decoders a cycle after it is offered; the link's symbols wait for none of it. With ``tables_in_band=False`` table
     flits are dropped, and every coded flit is decoded with the elaboration tables,
     whichever bank it names.
 
