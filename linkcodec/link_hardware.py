@@ -56,8 +56,7 @@ def link_floorplan(kind, *, codec="qlc", streams=1):
     Out of context a design has no fixed cell, and the placer spread each stream across
     the die; this gives each stream a place of its own. The other codecs' blocks have no
     such floorplan (the exponent blocks have no block RAM, the Huffman decoder 17 a
-    stream); docs/link.md, "The receiver, placed with a floorplan", and "The
-    transmitter's link side and cutter, and its floorplan"."""
+    stream); docs/link.md, "The receiver, placed with a floorplan", and "Both ends"."""
     from .rtl.link import LINK_GROUP
     from .synth import EBR_GROUPS_85K, ebr_site
 
