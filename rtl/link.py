@@ -458,12 +458,10 @@ class _TxStream(wiring.Component):
         # -- 1. the cutter ------------------------------------------------------------
         m.submodules.chunks = chunks = SyncFIFOBuffered(width=symbol_bits + 2,
                                                         depth=CHUNK_QUEUE_DEPTH)
-        # (The modes' and infos' queues hold 4 entries, and a fifth each that ``space``
-        # below keeps free.)
-        m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=5)     # 1 = raw
+        m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=4)     # 1 = raw
         info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1,
                                          "bank": 1})
-        m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=5)
+        m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=4)
 
         # The input stage: two entries (a main register and a skid, as RegisterSlice's),
         # so ``i.ready`` is a flip-flop; with a code lengths' memory each symbol's
@@ -487,6 +485,7 @@ class _TxStream(wiring.Component):
         acc = Signal(12)                  # bits of the chunk so far, coded
         count = Signal(12)                # its symbols
         coded = Signal()                  # its choice is known: coded
+        new_acc = Signal(12)
         if bf16:
             # The chunk's values' bits (11 a value) and escapes' (8 an escape); the
             # flit's bits with one value more, not an escape (``plain``: the values'
@@ -501,8 +500,12 @@ class _TxStream(wiring.Component):
             plain = Signal(12, init=round_up(VALUE_BITS))
             plain_escape = Signal(12, init=round_up(VALUE_BITS) + 8)
             rounded_next = Signal(12, init=round_up(2 * VALUE_BITS))
+            restart = [value_bits.eq(0), escape_bits.eq(0), plain.eq(plain.init),
+                       plain_escape.eq(plain_escape.init), rounded_next.eq(rounded_next.init)]
+            step = []                     # (below, once the escape flag is known)
+        else:
+            restart, step = [], []
         # Between frames the cutter takes a fresh table at once.
-        # (``in_frame``: a frame is open, until its last chunk is closed.)
         take_fresh = ~in_frame & self.fresh & ~ahead
         # Chunks (their modes) cut so far, and at a fresh table's taking how many came
         # before it: the reader switches the encoder once it has read that many.
@@ -531,20 +534,16 @@ class _TxStream(wiring.Component):
             # computed from the registers for both cases (an escape or not), and the
             # value's escape flag only selects: no adder or compare after the compares.
             escape = Mux(cut_bank, escaped[1], escaped[0])
-
-            def advance(start):
-                """The registers after the value: in its chunk, or (``start``) the first
-                of the next, from the registers' initial values."""
-                def get(register):
-                    return Const(register.init, register.shape()) if start else register
-                after = get(rounded_next) + get(escape_bits)    # the flit's bits, plain
-                rounded_after = get(value_bits) + 3 * VALUE_BITS + 7  # rounded, two more
-                return [(acc, Mux(escape, get(plain_escape), get(plain))),
-                        (value_bits, get(value_bits) + VALUE_BITS),
-                        (escape_bits, get(escape_bits) + Mux(escape, 8, 0)),
-                        (rounded_next, Cat(Const(0, 3), rounded_after[3:])),
-                        (plain, after + Mux(escape, 8, 0)),
-                        (plain_escape, after + Mux(escape, 16, 8))]
+            after = Signal(13)            # the flit's bits after one more value, plain
+            rounded_after = Signal(13)    # ... the values' rounded bits after two more
+            m.d.comb += [after.eq(rounded_next + escape_bits),
+                         rounded_after.eq(value_bits + 3 * VALUE_BITS + 7),
+                         new_acc.eq(Mux(escape, plain_escape, plain))]
+            step += [value_bits.eq(value_bits + VALUE_BITS),
+                     escape_bits.eq(escape_bits + Mux(escape, 8, 0)),
+                     rounded_next.eq(Cat(Const(0, 3), rounded_after[3:])),
+                     plain.eq(after + Mux(escape, 8, 0)),
+                     plain_escape.eq(after + Mux(escape, 16, 8))]
         else:
             # The code lengths of both banks side by side (bank 1 in the top 5 bits), read
             # at once and selected after the read: the bank select is not in the read's
@@ -570,92 +569,41 @@ class _TxStream(wiring.Component):
                     return Cat(*[Mux(hit[bank], table_write.length,
                                      entry.lengths[5 * bank:5 * bank + 5]) for bank in range(2)])
             # Both banks' sums and overflows, selected by the bank last: the bank (a
-            # fresh table's taking between frames) is not in front of the adds.
-            # ``room`` is ``body_bits - acc``, a register beside ``acc`` (below 0 while a
-            # chunk that is not yet coded runs over); a symbol overflows the chunk when
-            # ``room`` less its length is below 0: the sign of the difference, which is
-            # also ``room``'s next value.
-            room = Signal(signed(13), init=body_bits)
-            bank_lengths = [main.lengths[5 * bank:5 * bank + 5] for bank in range(2)]
+            # fresh table's taking between frames) is not in front of the add.
             sums = [Signal(12, name=f"sum{bank}") for bank in range(2)]
-            lefts = [Signal(signed(14), name=f"left{bank}") for bank in range(2)]
-            overs = [left[-1] for left in lefts]
-            for bank, bank_length in enumerate(bank_lengths):
-                m.d.comb += [sums[bank].eq(acc + bank_length), lefts[bank].eq(room - bank_length)]
-
-            def advance(start):
-                """The registers after the symbol: in its chunk, or (``start``) the first
-                of the next."""
-                if start:
-                    return [(acc, Mux(cut_bank, bank_lengths[1], bank_lengths[0])),
-                            (room, Mux(cut_bank, body_bits - bank_lengths[1],
-                                       body_bits - bank_lengths[0]))]
-                return [(acc, Mux(cut_bank, sums[1], sums[0])),
-                        (room, Mux(cut_bank, lefts[1], lefts[0]))]
-        # The registers after this symbol (``(register, value)`` pairs): in its chunk
-        # (``advanced``), or starting the next (``started``: from their initial values).
-        advanced, started = advance(start=False), advance(start=True)
-        restart = [register.eq(register.init) for register, _ in advanced]
-
-        # The queues' writes. A symbol enters the chunk queue a cycle after the cutter
-        # takes it (``held``): its entry ends its chunk if the next symbol is cut, which
-        # the cutter knows only then (or if its frame ends). The modes' and infos' writes
-        # pass a register; their room counts the write in it. So the cut reaches no
-        # queue's write but the chunk entry's end bit, and the stage's moves do not wait
-        # for it.
-        entry_layout = data.StructLayout({"symbol": symbol_bits, "has": 1, "end": 1})
-        held = Signal(entry_layout)
-        held_valid = Signal()
-        mode_valid, mode_raw = Signal(), Signal()
-        info_valid = Signal()
-        info = Signal(info_layout)
-        m.d.comb += [modes.w_en.eq(mode_valid), modes.w_data.eq(mode_raw),
-                     infos.w_en.eq(info_valid), infos.w_data.eq(info)]
-        m.d.sync += [mode_valid.eq(0), info_valid.eq(0)]
-        # Room in every queue for what this cycle may write, from a register: a cycle
-        # before, room for one more than that (each queue takes at most a write a cycle).
-        space = Signal()
-        m.d.sync += space.eq((chunks.level < chunks.depth - 1)
-                             & (modes.level + mode_valid < modes.depth - 1)
-                             & (infos.level + info_valid < infos.depth - 1))
-        # Modes are counted as they leave their register: a fresh table taken now comes
-        # after every mode decided before (and before one decided now).
-        m.d.sync += written.eq(written + mode_valid)
+            overs = [Signal(name=f"over{bank}") for bank in range(2)]
+            # The overflows from ``room`` (``body_bits - acc``, a register beside ``acc``;
+            # below 0 while a chunk that is not yet coded runs over): a symbol's length
+            # (5 bits) against it, with no add in front.
+            room = Signal(signed(13), init=body_bits)
+            for bank in range(2):
+                bank_length = main.lengths[5 * bank:5 * bank + 5]
+                m.d.comb += [sums[bank].eq(acc + bank_length),
+                             overs[bank].eq(room[-1] | ((room[5:] == 0)
+                                                        & (room[:5] < bank_length)))]
+            m.d.comb += new_acc.eq(Mux(cut_bank, sums[1], sums[0]))
+            restart.append(room.eq(room.init))
+            step.append(room.eq(room - Mux(cut_bank, main.lengths[5:10], main.lengths[:5])))
+        space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
+        m.d.sync += written.eq(written + modes.w_en)
+        with m.If(consume):
+            m.d.sync += in_frame.eq(~main.last)
         with m.If(take_fresh):
-            m.d.sync += [ahead.eq(1), ahead_tag.eq(self.fresh_bank),
-                         switch_at.eq(written + mode_valid)]
+            m.d.sync += [ahead.eq(1), ahead_tag.eq(self.fresh_bank), switch_at.eq(written)]
         # Cut before this symbol: a coded chunk it would overflow, or the raw flit's
         # n + 1-th symbol that does not fit coded (then the chunk goes raw).
-        # (``at_raw``: ``count == raw_symbols``, a register set with ``count``.)
-        at_raw = Signal()
-        may_cut = Signal()                # a symbol, in a chunk that is coded or full raw
-        m.d.comb += may_cut.eq(has & (coded | at_raw))
         if bf16:
             over = Mux(escape, plain_escape > body_bits, plain > body_bits)
-            cut = may_cut & over
         else:
-            # Each bank's cut, and the bank's select last: it runs beside the compares.
             over = Mux(cut_bank, overs[1], overs[0])
-            cut = Mux(cut_bank, may_cut & overs[1], may_cut & overs[0])
+        # (``at_raw``: ``count == raw_symbols``, a register set with ``count``.)
+        at_raw = Signal()
+        cut = has & Mux(coded, over, at_raw & over)
         decide = has & ~coded & at_raw & ~over
-        # A symbol cut starts the next chunk at once. A frame's last chunk closes the
-        # cycle after its last beat (``closing``; its frame is open till then), from the
-        # registers, and the stage waits that cycle: every close is from registers.
-        closing = Signal()
-        m.d.comb += consume.eq(main_valid & space & ~closing)
-        item = consume & (has | main.last)        # a symbol, or a frame's empty end
-        entry = Signal(entry_layout)
-        m.d.comb += [entry.eq(held), entry.end.eq(held.end | (item & (cut | ~has))),
-                     chunks.w_data.eq(entry),
-                     chunks.w_en.eq(held_valid & chunks.w_rdy & (held.end | item))]
-        with m.If(item & has):
-            m.d.sync += [held.symbol.eq(symbol), held.has.eq(1), held.end.eq(main.last),
-                         held_valid.eq(1)]
-        with m.Elif(item & ~(held_valid & ~held.end)):
-            # A frame's empty end with none of its symbols held: an entry of its own.
-            m.d.sync += [held.has.eq(0), held.end.eq(1), held_valid.eq(1)]
-        with m.Elif(chunks.w_en):
-            m.d.sync += held_valid.eq(0)
+        entry = Signal(data.StructLayout({"symbol": symbol_bits, "has": 1, "end": 1}))
+        info = Signal(info_layout)
+        m.d.comb += [chunks.w_data.eq(entry), infos.w_data.eq(info),
+                     consume.eq(main_valid & space & ~cut)]
         # The stage moves on as RegisterSlice's registers do, the cutter its reader.
         if not bf16:
             m.d.sync += [main.lengths.eq(fix(main)), skid.lengths.eq(fix(skid))]
@@ -673,43 +621,42 @@ class _TxStream(wiring.Component):
         with m.Elif(self.i.valid & ~skid_valid):
             m.d.sync += [skid.eq(taken_in), skid_valid.eq(1)]
 
-        def mode(raw):
-            """A chunk's mode decided (raw or coded): to the modes' queue, through its
-            register."""
-            m.d.sync += [mode_valid.eq(1), mode_raw.eq(raw)]
+        def close(*, raw, count_, bits_, last):
+            m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
+                         info.last.eq(last), info.bank.eq(cut_tag), infos.w_en.eq(1)]
+            m.d.sync += [acc.eq(0), count.eq(0), at_raw.eq(0), coded.eq(0), *restart]
 
-        def close(*, last):
-            """The chunk so far closes (raw unless it is coded: then its mode too)."""
-            m.d.sync += [info_valid.eq(1), info.raw.eq(~coded), info.count.eq(count),
-                         info.bits.eq(Mux(coded, acc, count << raw_shift)),
-                         info.last.eq(last), info.bank.eq(cut_tag)]
-            with m.If(~coded):
-                mode(1)
-
-        with m.If(closing & space):
-            close(last=1)
-            m.d.sync += [closing.eq(0), in_frame.eq(0), count.eq(0), at_raw.eq(0),
-                         coded.eq(0), *restart]
-        with m.If(consume):
-            m.d.sync += [in_frame.eq(1), closing.eq(main.last)]
+        with m.If(main_valid & space):
             with m.If(cut):
-                # The chunk so far closes, and the symbol starts the next.
-                close(last=0)
-                m.d.sync += [*[register.eq(value) for register, value in started],
-                             count.eq(1), at_raw.eq(raw_symbols == 1), coded.eq(0)]
-            with m.Elif(has):
-                m.d.sync += [*[register.eq(value) for register, value in advanced],
-                             count.eq(count + 1), at_raw.eq(count + 1 == raw_symbols)]
+                # A marker entry ends the chunk; the symbol is taken next cycle.
+                m.d.comb += [entry.has.eq(0), entry.end.eq(1), chunks.w_en.eq(1)]
+                m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(~coded)]
+                close(raw=~coded, count_=count, bits_=Mux(coded, acc, count << raw_shift),
+                      last=0)
+            with m.Else():
+                m.d.comb += [entry.symbol.eq(symbol), entry.has.eq(has),
+                             entry.end.eq(main.last), chunks.w_en.eq(has | main.last)]
+                with m.If(has):
+                    m.d.sync += [acc.eq(new_acc), count.eq(count + 1),
+                                 at_raw.eq(count + 1 == raw_symbols), *step]
                 with m.If(decide):
                     m.d.sync += coded.eq(1)
-                    mode(0)
+                    m.d.comb += [modes.w_data.eq(0), modes.w_en.eq(1)]
+                with m.If(main.last):
+                    now_coded = coded | decide
+                    total = count + has
+                    with m.If(~now_coded):
+                        m.d.comb += [modes.w_data.eq(1), modes.w_en.eq(1)]
+                    close(raw=~now_coded, count_=total,
+                          bits_=Mux(now_coded, Mux(has, new_acc, acc), total << raw_shift),
+                          last=1)
 
         # -- 2, 3. the reader: chunks to the encoder, or round it ----------------------
         m.submodules.encoder = encoder = _block(p.codec, "encoder", p.tables)
         m.submodules.body_modes = body_modes = SyncFIFOBuffered(width=1, depth=4)
         reading = Signal()
         raw = Signal()
-        head = Signal(entry_layout)
+        head = Signal(entry.shape())
         # The block RAM's read data comes late in the cycle (ECP5's DP16KD without its
         # output register): a small queue of flip-flops behind it gives the reader its
         # head from a register.
@@ -908,11 +855,16 @@ class _TxStream(wiring.Component):
         # and the 4-stream transmitter's placement (docs/link.md).
         for bank in range(2):
             pending = Signal(range(CHUNK_QUEUE_DEPTH + 8), name=f"pending{bank}")
-            counted = info_valid & (info.bank == bank)      # (a register: see above)
+            counted = infos.w_en & (info.bank == bank)
+            busy = pending != 0
+            if not bf16:
+                closed = Signal(name=f"closed{bank}")
+                m.d.sync += closed.eq(counted)
+                counted = closed
+                busy = busy | closed
             m.d.sync += pending.eq(pending + counted
                                    - (self.flit_taken & (out_header[28] == bank)))
-            m.d.comb += self.busy[bank].eq((pending != 0) | counted
-                                           | (in_frame & (cut_tag == bank)))
+            m.d.comb += self.busy[bank].eq(busy | (in_frame & (cut_tag == bank)))
         return m
 
 
@@ -1090,14 +1042,13 @@ class LinkTx(_LinkBlock):
     no idle cycle between, so ``o`` carries a word every ``link_bytes / 16`` cycles at
     most (16 streams of QLC on real tensors need about 15 bytes a cycle; 16 streams of
     incompressible bytes need 16 and their flits' overhead, and slow to about 94 %). The
-    cutter spends one more cycle at each frame's end.
-    Latency: a flit leaves once it is full (or its frame ended), so a symbol waits for the
-    rest of its flit: about a flit's worth of symbols, plus the input stage (1 cycle), the
-    cutter's hold of a symbol until it knows whether the next starts a flit (1), the
-    encoder's latency, the chunk's head queue and write register (3), the flit's finish
-    (1), the round robin's pick, made ahead from registers (2 when the link side was
-    idle), the flit's rows up to the symbol's word (up to ``flit_bytes / 16``), and the
-    link side's pipeline (the CRC's stage included) and output queue (7); with retry, :class:`~linkcodec.rtl.retry.RetryTx` (``retry``) holds
+    cutter spends one more cycle a flit. Latency: a flit leaves once it is full (or its
+    frame ended), so a symbol waits for the rest of its flit: about a flit's worth of
+    symbols, plus the input stage (1 cycle), the encoder's latency, the chunk's head queue
+    and write register (3), the flit's finish (1), the round robin's pick, made ahead from
+    registers (2 when the link side was idle), the flit's rows up to the symbol's word (up
+    to ``flit_bytes / 16``), and the link side's pipeline (the CRC's stage included) and
+    output queue (7); with retry, :class:`~linkcodec.rtl.retry.RetryTx` (``retry``) holds
     a flit until its last word is in and adds 2 cycles to that word;
     ``linkcodec sim link`` measures it. Backpressure on ``o`` fills the output queue and
     holds the link side; each stream then fills its two flits and its chunk queue, and its
@@ -1628,13 +1579,6 @@ class _RxStream(wiring.Component):
         with m.If(raw_out_valid & self.o.ready):
             m.d.sync += raw_out_valid.eq(0)
         used = Signal()
-        if not bf16:
-            # The words pass a register slice into the decoder, so its ``i.ready`` (from
-            # deep in its queue) does not reach the reader here: a cycle more for coded
-            # flits. (A bank switch still meets the decoder after the flit's last word:
-            # the decoder switches at its next frame boundary.)
-            m.submodules.to_decoder = to_decoder = RegisterSlice(decoder.i.payload.shape())
-            wiring.connect(m, to_decoder.o, decoder.i)
         with m.If(held & held_raw):
             with m.If(~raw_out_valid | self.o.ready):
                 m.d.comb += used.eq(1)
@@ -1655,11 +1599,11 @@ class _RxStream(wiring.Component):
         if not bf16:
             with m.Elif(held):
                 m.d.comb += [
-                    to_decoder.i.valid.eq(1),
-                    to_decoder.i.payload.data.eq(word),
-                    to_decoder.i.payload.bits.eq(Mux(held_done, held_bits, 16)),
-                    to_decoder.i.payload.last.eq(held_done),
-                    used.eq(to_decoder.i.ready),
+                    decoder.i.valid.eq(1),
+                    decoder.i.payload.data.eq(word),
+                    decoder.i.payload.bits.eq(Mux(held_done, held_bits, 16)),
+                    decoder.i.payload.last.eq(held_done),
+                    used.eq(decoder.i.ready),
                 ]
         advance = ~held | used
         if bf16:
@@ -1726,11 +1670,7 @@ class _RxStream(wiring.Component):
                             m.d.sync += skipping.eq(bad)
                 if p.tables_in_band:
                     with m.Elif(h_bank != active):
-                        # (Once the flit before is wholly in the decoder: a word still
-                        # in hand, or in the slice, would meet the decoder between
-                        # frames, where the switch comes at once.)
-                        in_hand = Const(0) if bf16 else held | to_decoder.o.valid
-                        with m.If(~blocked & ~in_hand):
+                        with m.If(~blocked):
                             m.d.sync += switching.eq(1)
                 # (bf16: not while a raw flit's last value is in hand, as the coded
                 # flit's reads move the read port and the byte select under it.)
@@ -1776,17 +1716,10 @@ class _RxStream(wiring.Component):
             # ends at a flip-flop: the decoder takes it a cycle later, and is ready then
             # (LinkRx offers writes only once every stream is clear and ready, and from
             # then until the load ends a decoder's ``ready`` only rises: no stream can
-            # start a switch while the bank it would need is being loaded). The register
-            # takes a write only while this stream is clear, as it always is while writes
-            # are offered: the gate changes nothing, but makes each stream's register
-            # differ from the others', which synthesis would otherwise merge into one
-            # (the broadcast again, the 16-stream receiver's critical path).
+            # start a switch while the bank it would need is being loaded).
             table_write = Signal.like(self.table.payload)
             table_valid = Signal()
-            take = self.table.valid & self.clear
-            m.d.sync += table_valid.eq(take)
-            with m.If(take):
-                m.d.sync += table_write.eq(self.table.payload)
+            m.d.sync += [table_valid.eq(self.table.valid), table_write.eq(self.table.payload)]
             with m.If(switching):
                 m.d.comb += [config.valid.eq(1),
                              config.payload.addr.eq(_codec_module(p.codec).SWITCH_ADDR)]
@@ -2006,9 +1939,8 @@ class LinkRx(_LinkBlock):
     flit's words are buffered before it is read out (``flit_bytes / link_bytes``
     cycles), then a raw flit's first symbol follows in 3 cycles (``6 + flit_bytes /
     link_bytes`` after the flit's first word is taken, with no idle cycle or
-    backpressure: 10 at 256 bytes and 64-byte words), and a coded one's after a register
-    slice in front of the decoder (1), the decoder's latency and a register slice behind
-    it (1). Backpressure on ``o_sK`` fills
+    backpressure: 10 at 256 bytes and 64-byte words), and a coded one's after the decoder's latency and a register slice behind
+    the decoder (1). Backpressure on ``o_sK`` fills
     stream K's two flit slots; the next flit for it then waits at the queue's head
     (``i.ready`` falls once the queue is full) and holds every stream. ``i.ready`` is the
     queue's: it depends neither on ``i.payload`` nor on an output's ``ready``. Bad input:
