@@ -189,10 +189,7 @@ class TableLoader(wiring.Component):
         fulls = Signal(AREAS)
         step = (nbits >= 3) & free & ~done
         left = Mux(step, nbits - 3, nbits)
-        # (``left < 3``, from ``nbits`` alone: no subtract in front of the compare, as
-        # ``i.ready`` gates every intake register.)
-        short = Mux(step, nbits < 6, nbits < 3)
-        m.d.comb += self.i.ready.eq(~ended & ~done & (in_head | ~in_body | short))
+        m.d.comb += self.i.ready.eq(~ended & ~done & (in_head | ~in_body | (left < 3)))
         with m.If(step):
             rank = Signal(9)
             full = Signal()               # the area already has all its symbols
