@@ -1929,9 +1929,9 @@ class LinkRx(_LinkBlock):
     and whether every stream is clear of the bank and ready comes back through one (above
     :data:`LINK_GROUP` streams through two: a group's, then the groups'), so a load's
     first write is offered 1 (2) cycles after every stream is clear, and each write lands
-    in the decoders a cycle after it is offered; the link's symbols wait for none of it. With ``tables_in_band=False`` table
-    flits are dropped, and every coded flit is decoded with the elaboration tables,
-    whichever bank it names.
+    in the decoders a cycle after it is offered; the link's symbols wait for none of it.
+    With ``tables_in_band=False`` table flits are dropped, and every coded flit is decoded
+    with the elaboration tables, whichever bank it names.
 
     Throughput: a symbol a cycle a stream, flits back to back; ``i`` takes a word a
     cycle while the flits' streams have room. Latency: each word passes a 4-deep queue
@@ -1939,15 +1939,16 @@ class LinkRx(_LinkBlock):
     flit's words are buffered before it is read out (``flit_bytes / link_bytes``
     cycles), then a raw flit's first symbol follows in 3 cycles (``6 + flit_bytes /
     link_bytes`` after the flit's first word is taken, with no idle cycle or
-    backpressure: 10 at 256 bytes and 64-byte words), and a coded one's after the decoder's latency and a register slice behind
-    the decoder (1). Backpressure on ``o_sK`` fills
-    stream K's two flit slots; the next flit for it then waits at the queue's head
-    (``i.ready`` falls once the queue is full) and holds every stream. ``i.ready`` is the
-    queue's: it depends neither on ``i.payload`` nor on an output's ``ready``. Bad input:
-    see the module's docstring; with ``stream_numbers`` a flit is judged by its number
-    as its last word is written (no cycle more), and the error beats it owes go out a
-    beat a cycle before its first symbol. Reset clears every flit in flight and the image being
-    loaded; the tables, and which bank holds a whole table, stay.
+    backpressure: 10 at 256 bytes and 64-byte words), and a coded one's after the
+    decoder's latency and a register slice behind the decoder (1). Backpressure on
+    ``o_sK`` fills stream K's two flit slots; the next flit for it then waits at the
+    queue's head (``i.ready`` falls once the queue is full) and holds every stream.
+    ``i.ready`` is the queue's: it depends neither on ``i.payload`` nor on an output's
+    ``ready``. Bad input: see the module's docstring; with ``stream_numbers`` a flit is
+    judged by its number as its last word is written (no cycle more), and the error
+    beats it owes go out a beat a cycle before its first symbol. Reset clears every flit
+    in flight and the image being loaded; the tables, and which bank holds a whole
+    table, stay.
     """
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
