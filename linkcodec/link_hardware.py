@@ -39,9 +39,9 @@ def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, lin
 
 #: The block RAM columns (:func:`linkcodec.synth.ebr_site`) of the link's floorplan
 #: (``LinkRx``'s and ``LinkTx``'s), left to right, for 8 streams a row.
-RX_FLOORPLAN_COLUMNS = (1, 8, 15, 22, 29, 35, 43, 50)
+LINK_FLOORPLAN_COLUMNS = (1, 8, 15, 22, 29, 35, 43, 50)
 #: Its block RAM rows (y = 22 and 70 on the 85k).
-RX_FLOORPLAN_ROWS = (0, 2)
+LINK_FLOORPLAN_ROWS = (0, 2)
 
 
 def link_floorplan(kind, *, codec="qlc", streams=1):
@@ -51,12 +51,12 @@ def link_floorplan(kind, *, codec="qlc", streams=1):
     ``LinkRx`` and ``LinkTx`` of QLC above ``LINK_GROUP`` streams: each stream's block
     RAMs (the receiver's one, its decoder's rank table; the transmitter's two, its chunk
     queue and its encoder's table, side by side) fixed at block RAM sites of their own,
-    the streams in two rows across the die (:data:`RX_FLOORPLAN_ROWS`; at 16 streams 8 a
-    row, at the sites of :data:`RX_FLOORPLAN_COLUMNS`, fewer streams spread over them).
-    Out of context a design has no fixed cell, and the placer spread each stream across
-    the die; this gives each stream a place of its own. The other codecs' blocks have no
-    such floorplan (the exponent blocks have no block RAM, the Huffman decoder 17 a
-    stream); docs/link.md, "The receiver, placed with a floorplan", and "Both ends"."""
+    the streams in two rows across the die (:data:`LINK_FLOORPLAN_ROWS`; at 16 streams 8
+    a row, at the sites of :data:`LINK_FLOORPLAN_COLUMNS`, fewer streams spread over
+    them). Out of context a design has no fixed cell, and the placer spread each stream
+    across the die; this gives each stream a place of its own. The other codecs' blocks
+    have no such floorplan (the exponent blocks have no block RAM, the Huffman decoder 17
+    a stream); docs/link.md, "The receiver, placed with a floorplan", and "Both ends"."""
     from .rtl.link import LINK_GROUP
     from .synth import EBR_GROUPS_85K, ebr_site
 
@@ -64,9 +64,9 @@ def link_floorplan(kind, *, codec="qlc", streams=1):
         raise ValueError(f"kind must be one of {', '.join(LINK_BLOCKS)}, not {kind!r}")
     if codec != "qlc" or streams <= LINK_GROUP:
         return None
-    per_row = -(-streams // len(RX_FLOORPLAN_ROWS))
-    last = len(RX_FLOORPLAN_COLUMNS) - 1
-    columns = [RX_FLOORPLAN_COLUMNS[round(index * last / (per_row - 1))]
+    per_row = -(-streams // len(LINK_FLOORPLAN_ROWS))
+    last = len(LINK_FLOORPLAN_COLUMNS) - 1
+    columns = [LINK_FLOORPLAN_COLUMNS[round(index * last / (per_row - 1))]
                for index in range(per_row)]
     pins = []
     for stream in range(streams):
@@ -74,7 +74,7 @@ def link_floorplan(kind, *, codec="qlc", streams=1):
         column = columns[place]
         nearest = sorted(range(4 * len(EBR_GROUPS_85K)),
                          key=lambda other: (abs(other - column), other))[:4]
-        pins.append((f"stream{stream}.", [ebr_site(other, RX_FLOORPLAN_ROWS[row])
+        pins.append((f"stream{stream}.", [ebr_site(other, LINK_FLOORPLAN_ROWS[row])
                                           for other in nearest]))
     return pins
 

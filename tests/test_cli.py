@@ -160,7 +160,7 @@ def test_the_floorplan_is_qlc_links_above_4_streams_with_sites_for_each_stream()
     anchor, distinct across streams, all valid 85k sites), and each transmitter stream the
     same sites (its two block RAMs at the anchor and the nearest other); at 4 streams and
     for the other codecs there is none."""
-    from linkcodec.link_hardware import RX_FLOORPLAN_COLUMNS, link_floorplan
+    from linkcodec.link_hardware import LINK_FLOORPLAN_COLUMNS, link_floorplan
     from linkcodec.synth import ebr_site
 
     for streams in range(5, 17):
@@ -174,7 +174,7 @@ def test_the_floorplan_is_qlc_links_above_4_streams_with_sites_for_each_stream()
         assert len(set(pairs)) == 2 * streams
     pins = link_floorplan("link-rx", codec="qlc", streams=16)
     assert [sites[0] for _, sites in pins] == [
-        ebr_site(column, row) for row in (0, 2) for column in RX_FLOORPLAN_COLUMNS]
+        ebr_site(column, row) for row in (0, 2) for column in LINK_FLOORPLAN_COLUMNS]
     for kind, codec, streams in [("link-rx", "qlc", 4), ("link-rx", "huffman", 16),
                                  ("link-rx", "exponent", 16), ("link-tx", "qlc", 4),
                                  ("link-tx", "huffman", 16), ("link-tx", "exponent", 16)]:
