@@ -1328,9 +1328,11 @@ class LinkTx(_LinkBlock):
 # -- the receiver ------------------------------------------------------------------------
 
 class _RxTables(wiring.Component):
-    """:class:`LinkRx`'s table flits: a buffer of one flit, whose header is checked as
-    the golden :class:`~linkcodec.golden.link.FlitReader` checks a table piece, and whose
-    body goes out a byte a cycle, as an image for the :class:`TableLoader`.
+    """:class:`LinkRx`'s table flits: a buffer of two flits (so the next piece of an
+    image comes in, and the flits behind it go on to their streams, while the loader
+    takes this one's bytes), each flit's header checked in turn as the golden
+    :class:`~linkcodec.golden.link.FlitReader` checks a table piece, and its body sent
+    a byte a cycle, as an image for the :class:`TableLoader`.
 
     A piece that starts an image (byte offset 0) pulses ``start`` with its ``bank``; the
     next pieces must follow on (the same bank, the offset the bytes so far) up to the
@@ -1360,18 +1362,29 @@ class _RxTables(wiring.Component):
         m = Module()
         p = self._params
         rows, link_bytes = p.rows, p.link_bytes
-        m.submodules.flit = flit = Memory(shape=unsigned(p.row_bits), depth=rows, init=[])
+        # Two slots: ``in_slot`` is written, ``out_slot`` (the older flit) read. (A
+        # distributed RAM holds 16 rows in the cells that hold 4: the second slot costs
+        # no RAM cell up to 8 rows a flit.)
+        m.submodules.flit = flit = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
+                                          init=[])
         write = flit.write_port()
         read = flit.read_port(domain="comb")
-        header = Signal(32)
-        full = Signal()
-        m.d.comb += [write.addr.eq(self.write_row), write.data.eq(self.write_data),
-                     write.en.eq(self.write)]
-        with m.If(self.write & (self.write_row == 0)):
-            m.d.sync += header.eq(self.write_data[-32:])
-        spoilt = Signal()                   # the flit failed its CRC
+        in_slot, out_slot = Signal(), Signal()
+        headers = [Signal(32, name=f"header{n}") for n in range(2)]
+        fulls = Signal(2)
+        spoilts = Signal(2)                 # each slot's flit failed its CRC
+        m.d.comb += [write.addr.eq(in_slot * rows + self.write_row),
+                     write.data.eq(self.write_data), write.en.eq(self.write)]
+        for index, register in enumerate(headers):
+            with m.If(self.write & (self.write_row == 0) & (in_slot == index)):
+                m.d.sync += register.eq(self.write_data[-32:])
         with m.If(self.write & (self.write_row == rows - 1)):
-            m.d.sync += [full.eq(1), spoilt.eq(~self.write_good)]
+            m.d.sync += [fulls.bit_select(in_slot, 1).eq(1),
+                         spoilts.bit_select(in_slot, 1).eq(~self.write_good),
+                         in_slot.eq(~in_slot)]
+        header = Mux(out_slot, headers[1], headers[0])
+        full = fulls.bit_select(out_slot, 1)
+        spoilt = spoilts.bit_select(out_slot, 1)
 
         h_codec, h_bank, h_last = header[30:32], header[28], header[27]
         h_count, h_bits = header[11:23], header[0:11]
@@ -1383,7 +1396,7 @@ class _RxTables(wiring.Component):
         freed = Signal()
         m.d.sync += self.slot_freed.eq(freed)
         with m.If(freed):
-            m.d.sync += full.eq(0)
+            m.d.sync += [fulls.bit_select(out_slot, 1).eq(0), out_slot.eq(~out_slot)]
 
         free = ~self.o.valid | self.o.ready
         with m.If(self.o.ready):
@@ -1400,7 +1413,7 @@ class _RxTables(wiring.Component):
         with m.If(busy):
             with m.If(free):
                 column_bits = (link_bytes - 1).bit_length()
-                m.d.comb += read.addr.eq(position >> column_bits)
+                m.d.comb += read.addr.eq(out_slot * rows + (position >> column_bits))
                 byte = read.data.word_select((~position[:column_bits])[:column_bits], 8)
                 final = position + 1 == end
                 m.d.sync += [self.o.valid.eq(1), self.o.payload.data.eq(byte),
@@ -2124,17 +2137,19 @@ class LinkRx(_LinkBlock):
         # need the new table; the sender sent every flit of that bank's old table
         # before it); the others go on. Such a flit while the image is not whole (its
         # next piece not in) cuts the image short: it is refused.
-        table_credit = Signal(init=1)
+        # (The table unit's free slots: two when it holds no table flit.)
+        table_credit = Signal(range(3), init=2)
+        unit_empty = table_credit == 2
         table_bank = Signal()                     # of the last table flit routed
         head_header = head.data[-32:]
         coded = head_header[30:32] != 0
         names_loading = coded & (head_header[28] == tables.bank)
-        hold = ((~table_credit | tables.in_image | load_active)
+        hold = ((~unit_empty | tables.in_image | load_active)
                 & coded & (head_header[28] == table_bank))
         data_pop = dropped | (routable & ~(hold & first))
-        pop = queue.r_rdy & Mux(head.table, table_credit | ~first, data_pop)
+        pop = queue.r_rdy & Mux(head.table, (table_credit != 0) | ~first, data_pop)
         m.d.comb += [queue.r_en.eq(pop),
-                     tables.cut.eq(queue.r_rdy & first & ~head.table & table_credit
+                     tables.cut.eq(queue.r_rdy & first & ~head.table & unit_empty
                                    & names_loading)]
         m.d.sync += staged.table.eq(pop & head.table)
         m.d.sync += table_credit.eq(table_credit - (pop & head.table & first)
