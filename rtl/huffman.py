@@ -58,6 +58,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 
 from ..golden.huffman import HuffmanCodebook, canonical_codes, check_split
+from ..golden.qlc import QlcCode
 from .bitpack import (BitPacker, WordQueue, bits_at, concatenation_tree, frame_order,
                       pipeline_stage)
 from .block import LanedBlock, decoder_signature, encoder_signature
@@ -68,7 +69,8 @@ from .window import beat_end, jump_loop, pick, window_geometry
 __all__ = [
     "MAX_CODE_LENGTH", "MAX_LENGTHS", "MIN_DECODER_WORD_WIDTH", "SWITCH_ADDR", "LENGTH_BASE",
     "code_entry_layout", "length_entry_layout", "config_layout", "default_word_width",
-    "default_codebook", "check_codebook", "check_max_length", "config_writes", "switch_write",
+    "default_codebook", "check_codebook", "check_encoder_code", "check_max_length",
+    "config_writes", "switch_write",
     "HuffmanEncoder", "HuffmanDecoder", "split_config_layout", "split_escape_addr",
     "split_switch_addr", "split_length_base", "split_length_entry_layout",
     "split_decoder_config_layout", "BF16_ENCODER_LANES", "BF16_DECODER_LANES",
@@ -235,9 +237,13 @@ def check_codebook(codebook, max_length=MAX_CODE_LENGTH, *, value_bits=8, coded_
 
 def _encoder_entries(codebook, max_length=MAX_CODE_LENGTH):
     """The encoder table's entries, each code MSB-aligned in ``max_length`` bits (the
-    config writes': 15); a part without code (escaped) has length 0 and code 0."""
-    lengths = codebook.lengths.astype(int)
-    codes = codebook.codes.astype(int)
+    config writes': 15); a part without code (escaped) has length 0 and code 0.
+    ``codebook`` may be a :class:`~linkcodec.golden.qlc.QlcCode` (see
+    :func:`check_encoder_code`)."""
+    if isinstance(codebook, QlcCode):
+        lengths, codes = codebook.length_of.astype(int), codebook.code_of.astype(int)
+    else:
+        lengths, codes = codebook.lengths.astype(int), codebook.codes.astype(int)
     return [{"code": int(code) << (max_length - int(length)) if length else 0,
              "length": int(length)} for code, length in zip(codes, lengths)]
 
@@ -276,6 +282,23 @@ def switch_write():
     return {"addr": SWITCH_ADDR, "data": 0}
 
 
+def check_encoder_code(code, max_length=MAX_CODE_LENGTH):
+    """``code`` if an e4m3 :class:`HuffmanEncoder` of ``max_length`` can hold it as a
+    code table: a :class:`~linkcodec.golden.qlc.QlcCode`, none of its codes longer than
+    ``max_length`` (a QLC code's longest is 11 bits); else a ``ValueError``. An encoder
+    looks each symbol's code up and needs no canonical order, so any prefix code given
+    symbol by symbol codes through it, bit for bit: :class:`~linkcodec.rtl.link.LinkTx`'s
+    QLC streams code so (their tables loaded by
+    :class:`~linkcodec.rtl.table_loader.TableLoader`'s ``"codes"`` writes). The decoder
+    takes canonical codebooks only."""
+    max_length = check_max_length(max_length)
+    longest = int(code.length_of.max())
+    if longest > max_length:
+        raise ValueError(f"the QLC code has a {longest}-bit code; this encoder takes codes "
+                         f"of at most {max_length} bits (max_length)")
+    return code
+
+
 def config_writes(codebook, *, block, switch=True, max_length=MAX_CODE_LENGTH):
     """The ``i_config`` writes (``dict`` of ``addr``, ``data``) that load ``codebook``
     into the idle bank, then (``switch``) the switch write that makes it the working
@@ -291,6 +314,11 @@ def config_writes(codebook, *, block, switch=True, max_length=MAX_CODE_LENGTH):
     """
     if block not in ("encoder", "decoder"):
         raise ValueError(f"block must be 'encoder' or 'decoder', not {block!r}")
+    if isinstance(codebook, QlcCode) and block == "encoder":
+        check_encoder_code(codebook, max_length)
+        writes = [{"addr": symbol, "data": code_entry_layout.const(entry).as_bits()}
+                  for symbol, entry in enumerate(_encoder_entries(codebook))]
+        return writes + [switch_write()] if switch else writes
     if not isinstance(codebook, HuffmanCodebook):
         raise TypeError(f"codebook must be a HuffmanCodebook, not {type(codebook).__name__}")
     if codebook.value_bits != 8:
@@ -332,6 +360,9 @@ def config_writes(codebook, *, block, switch=True, max_length=MAX_CODE_LENGTH):
 
 
 class _HuffmanBlock(LanedBlock):
+    #: Whether ``tables`` may be a QlcCode (an e4m3 encoder's: :func:`check_encoder_code`).
+    _takes_qlc_code = False
+
     def __init__(self, signature, *, lanes, word_width, tables, max_length, allowed,
                  min_word_width=8, value_bits=8, coded_bits=None):
         self._value_bits, self._coded_bits = self._split_of(value_bits, coded_bits)
@@ -342,6 +373,9 @@ class _HuffmanBlock(LanedBlock):
                 raise ValueError(f"word_width must be at least {min_word_width}, not "
                                  f"{word_width}: {type(self).__name__} reads a code's "
                                  f"{max_length} bits from a word and the one behind it")
+            if (isinstance(tables, QlcCode) and self._takes_qlc_code
+                    and self._value_bits == 8):
+                return check_encoder_code(tables, max_length)
             if tables is not None and not isinstance(tables, HuffmanCodebook):
                 raise TypeError(f"tables must be a HuffmanCodebook, not "
                                 f"{type(tables).__name__}")
@@ -422,7 +456,10 @@ class HuffmanEncoder(_HuffmanBlock):
     Parameters (keyword-only): ``lanes`` (1, 2, 4 or 8), ``word_width`` (a multiple of 8;
     default :func:`default_word_width`), ``tables`` (the canonical
     :class:`~linkcodec.golden.huffman.HuffmanCodebook` both banks hold until loaded; default
-    :func:`default_codebook`), ``max_length`` (the longest code, one of
+    :func:`default_codebook`; for e4m3 symbols also a
+    :class:`~linkcodec.golden.qlc.QlcCode`, whose bitstream the encoder then makes, as it
+    makes any code it is loaded with: :func:`check_encoder_code`), ``max_length`` (the
+    longest code, one of
     :data:`MAX_LENGTHS`, default 15: a codebook with a longer code is refused, here and
     by :func:`config_writes`).
 
@@ -459,6 +496,8 @@ class HuffmanEncoder(_HuffmanBlock):
     contents; on an ASIC a memory or reset-less flop has no defined power-up contents, so
     load every table after power-up there.
     """
+
+    _takes_qlc_code = True
 
     def __init__(self, *, lanes=1, word_width=None, tables=None, max_length=MAX_CODE_LENGTH,
                  value_bits=8, coded_bits=None):

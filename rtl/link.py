@@ -226,16 +226,36 @@ def _sliced_loader(m, codec, block):
     wiring.connect(m, image_slice.o, loader.i)
     wiring.connect(m, loader.o, write_slice.i)
     writes = write_slice.o
-    end = writes.payload.error | (writes.payload.addr == _codec_module(codec).SWITCH_ADDR)
+    switch = (_encoder_module(codec) if block != "decoder" else _codec_module(codec)).SWITCH_ADDR
+    end = writes.payload.error | (writes.payload.addr == switch)
     return image_slice.i, writes, end
+
+
+def _tx_loader_block(codec):
+    """The writes :class:`LinkTx`'s loader makes (:class:`TableLoader`'s ``block``): a
+    QLC stream codes through a code table (:func:`_block`), so its loader works out each
+    symbol's code once for every stream."""
+    return "codes" if codec == "qlc" else "encoder"
+
+
+def _encoder_module(codec):
+    """The module of a :class:`LinkTx` stream's encoder (its config layout and switch)."""
+    return huffman if codec == "qlc" else _codec_module(codec)
 
 
 def _block(codec, kind, tables):
     """A stream's ``kind`` (``"encoder"`` or ``"decoder"``) of ``codec``, holding
-    ``tables``."""
+    ``tables``. A QLC stream's encoder is a code table: a
+    :class:`~linkcodec.rtl.huffman.HuffmanEncoder` holding the QLC code (its bitstream,
+    bit for bit: :func:`~linkcodec.rtl.huffman.check_encoder_code`), with none of
+    :class:`~linkcodec.rtl.qlc.QlcEncoder`'s rank-to-code logic in each stream (the
+    loader works each code out once, :func:`_tx_loader_block`)."""
     if codec == "exponent":
         block = {"encoder": ExponentRemapEncoder, "decoder": ExponentRemapDecoder}[kind]
         return block(lanes=EXPONENT_LANES, word_width=EXPONENT_WORD_WIDTH, tables=tables)
+    if (codec, kind) == ("qlc", "encoder"):
+        return HuffmanEncoder(lanes=1, word_width=LINK_WORD_WIDTH, tables=tables,
+                              max_length=qlc.MAX_CODE_LENGTH)
     block = {("qlc", "encoder"): qlc.QlcEncoder, ("qlc", "decoder"): qlc.QlcDecoder,
              ("huffman", "encoder"): HuffmanEncoder,
              ("huffman", "decoder"): HuffmanDecoder}[codec, kind]
@@ -412,7 +432,8 @@ class _TxStream(wiring.Component):
             # stream takes between frames (``switched`` pulses once its encoder has it);
             # ``busy``: each link bank, whether a frame of it is in progress or a flit of
             # it not yet sent; ``caught_up``: the encoder is on the cutter's table.
-            "table": In(config_listener(loader_write_layout(params.codec))),
+            "table": In(config_listener(loader_write_layout(
+                params.codec, _tx_loader_block(params.codec)))),
             "table_ready": Out(1),
             "fresh": In(1),
             "fresh_bank": In(1),
@@ -672,7 +693,7 @@ class _TxStream(wiring.Component):
         config = encoder.i_config
         with m.If(switch_offer):
             m.d.comb += [config.valid.eq(1),
-                         config.payload.addr.eq(_codec_module(p.codec).SWITCH_ADDR)]
+                         config.payload.addr.eq(_encoder_module(p.codec).SWITCH_ADDR)]
         with m.Else():
             m.d.comb += [config.valid.eq(table_valid),
                          config.payload.addr.eq(table_write.addr),
@@ -1253,7 +1274,7 @@ class LinkTx(_LinkBlock):
         # (A state register, not m.FSM: its case statement has values no state takes,
         # which Verilator's lint flags.)
         state = Signal(range(len(_TX_TABLE_STATES)))
-        feeding, writes, end_beat = _sliced_loader(m, p.codec, "encoder")
+        feeding, writes, end_beat = _sliced_loader(m, p.codec, _tx_loader_block(p.codec))
         clear = Cat(*[~unit.busy.bit_select(target, 1) & unit.caught_up
                       for unit in streams]).all() & (fresh == 0)
         ready = Cat(*[unit.table_ready for unit in streams]).all()

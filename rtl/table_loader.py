@@ -11,7 +11,10 @@ critical path, in the blocks' idle banks.
 
 Parameters (keyword-only): ``codec`` (``"qlc"``, ``"huffman"`` or ``"exponent"``),
 ``block`` (``"encoder"`` or ``"decoder"``: whose writes to make; an exponent encoder and
-decoder take the same writes).
+decoder take the same writes; for QLC also ``"codes"``: the writes of a code table, a
+:class:`~linkcodec.rtl.huffman.HuffmanEncoder` holding the QLC code, which
+:class:`~linkcodec.rtl.link.LinkTx`'s QLC streams code with: each symbol's code, worked
+out here once for every stream, instead of its rank and the areas).
 
 Ports:
 
@@ -21,7 +24,9 @@ Ports:
 - ``o``: the writes (:func:`loader_write_layout`: the codec's ``addr`` and ``data``, the
   code ``length`` of symbol ``addr`` for an encoder's symbol write, else 0, and
   ``error``). For a good image, the writes of ``config_writes(tables, block=block)``
-  (exponent: ``config_writes(table)``; each address once, not in that order) ending with
+  (exponent: ``config_writes(table)``; QLC ``"codes"``: ``huffman.config_writes(tables,
+  block="encoder")``, the same writes a Huffman encoder takes; each address once, not in
+  that order) ending with
   the switch write
   (``addr = SWITCH_ADDR``): that write says the image was good and the idle bank is whole.
   For a bad image, no write that could reach a used address (QLC: none past the areas'
@@ -38,7 +43,8 @@ and an ``abort`` beat.
 After the error beat (or the switch write) the loader takes the next image.
 
 Throughput: QLC takes a head byte a cycle and a body byte every 8/3 cycles (a symbol's
-write a cycle, 256 + 8 area writes + 1), at most 300 cycles an image; Huffman takes a
+write a cycle, 256 + 8 area writes + 1; ``"codes"``: no area writes), at most 300 cycles
+an image; Huffman takes a
 byte a cycle (128), then makes 15 length writes (decoder) and 256 symbol writes, at most
 420 cycles; exponent takes its 7 bytes, a byte a cycle, and only then, the image checked,
 makes its 7 writes and the switch write, a write a cycle: 16 cycles from the first byte
@@ -76,9 +82,9 @@ _SWITCH = {"qlc": qlc.SWITCH_ADDR, "huffman": huffman.SWITCH_ADDR,
 _LONGEST = huffman.MAX_CODE_LENGTH          # 15: a nibble's largest length
 
 
-def loader_write_layout(codec):
-    """The layout of :class:`TableLoader`'s writes for ``codec``."""
-    config = _CONFIG[codec]
+def loader_write_layout(codec, block="encoder"):
+    """The layout of :class:`TableLoader`'s writes for ``codec`` and ``block``."""
+    config = huffman.config_layout if block == "codes" else _CONFIG[codec]
     return data.StructLayout({"addr": config["addr"].shape, "data": config["data"].shape,
                               "length": 5, "error": 1})
 
@@ -87,16 +93,18 @@ class TableLoader(wiring.Component):
     __doc__ = __doc__.split("\n\n", 1)[1]
 
     def __init__(self, *, codec, block):
-        if codec not in _CONFIG or block not in ("encoder", "decoder"):
+        blocks = ("encoder", "decoder", "codes") if codec == "qlc" else ("encoder", "decoder")
+        if codec not in _CONFIG or block not in blocks:
             self._MustUse__silence = True   # refused, so not an unused elaboratable
             if codec not in _CONFIG:
                 raise ValueError(f"codec must be 'qlc', 'huffman' or 'exponent', not "
                                  f"{codec!r}")
-            raise ValueError(f"block must be 'encoder' or 'decoder', not {block!r}")
+            raise ValueError(f"block must be {', '.join(map(repr, blocks[:-1]))} or "
+                             f"{blocks[-1]!r} for {codec}, not {block!r}")
         self._codec, self._block = codec, block
         super().__init__({
             "i": In(stream.Signature(image_byte_layout)),
-            "o": Out(stream.Signature(loader_write_layout(codec))),
+            "o": Out(stream.Signature(loader_write_layout(codec, block))),
         })
 
     @property
@@ -161,11 +169,16 @@ class TableLoader(wiring.Component):
 
     def _qlc(self, m, free, emit):
         encoder = self._block == "encoder"
+        codes = self._block == "codes"
         head_bytes = 2 * AREAS
         widths = [Signal(4, name=f"width{a}") for a in range(AREAS)]
         sizes = [Signal(9, name=f"size{a}") for a in range(AREAS)]
         ends = [Signal(9, name=f"end{a}") for a in range(AREAS)]     # past the last rank
         ranks = [Signal(9, name=f"rank{a}") for a in range(AREAS)]    # the next rank
+        # ("codes") each area's next suffix, aligned to the top of 8 bits, and its step
+        # there (``1 << (8 - width)``): a code is its area's 3 bits and this, no subtract.
+        suffixes = [Signal(8, name=f"suffix{a}") for a in range(AREAS)]
+        steps = [Signal(9, name=f"step{a}") for a in range(AREAS)]
         total = Signal(12)                # the sizes so far (8 areas of at most 256)
         bad = Signal()
         symbol = Signal(9)                # the symbol whose area comes next
@@ -194,16 +207,22 @@ class TableLoader(wiring.Component):
             rank = Signal(9)
             full = Signal()               # the area already has all its symbols
             length = Signal(5)
+            suffix = Signal(8)
             for a in range(AREAS):
                 with m.If(area == a):
                     m.d.comb += [rank.eq(ranks[a]), full.eq(fulls[a]),
-                                 length.eq(3 + widths[a])]
+                                 length.eq(3 + widths[a]), suffix.eq(suffixes[a])]
                     m.d.sync += [ranks[a].eq(ranks[a] + 1),
                                  fulls[a].eq(fulls[a] | ((ranks[a] + 1)[:9] == ends[a]))]
+                    if codes:
+                        m.d.sync += suffixes[a].eq(suffixes[a] + steps[a])
             with m.If(full):
                 m.d.sync += bad.eq(1)
             with m.Elif(~bad):
-                if encoder:
+                if codes:
+                    # the code MSB-aligned in 15 bits: the area, then the suffix
+                    emit(symbol, Cat(Const(0, 4), suffix, area, length[:4]), length=length)
+                elif encoder:
                     emit(symbol, rank, length=length)
                 else:
                     emit(rank, symbol)
@@ -221,6 +240,7 @@ class TableLoader(wiring.Component):
         head_offset = Signal(4)
         head_valid = Signal()
         width, top, limit = Signal(4), Signal(), Signal(9)
+        step_ = Signal(9)                 # ("codes") the area's suffix step
         size = Cat(head_byte, top)
         after = Signal(12)
         m.d.comb += after.eq(total + size)
@@ -233,6 +253,8 @@ class TableLoader(wiring.Component):
                 m.d.sync += [width.eq(head_byte[4:8]), top.eq(head_byte[0]),
                              limit.eq(Mux(head_byte[4:8] > MAX_SUFFIX_BITS, 0,
                                           Const(1, 9) << head_byte[4:8]))]
+                if codes:
+                    m.d.sync += step_.eq(Const(1 << MAX_SUFFIX_BITS, 9) >> head_byte[4:8])
                 with m.If((head_byte[1:4] != 0) | (head_byte[4:8] > MAX_SUFFIX_BITS)):
                     m.d.sync += bad.eq(1)
             with m.Else():
@@ -247,6 +269,8 @@ class TableLoader(wiring.Component):
                     m.d.sync += [widths[index].eq(width), sizes[index].eq(size),
                                  ranks[index].eq(total), ends[index].eq(after),
                                  fulls[index].eq(size == 0)]
+                    if codes:
+                        m.d.sync += [suffixes[index].eq(0), steps[index].eq(step_)]
         with m.If(take & in_body):
             m.d.sync += [buf.eq(shifted | (Cat(Const(0, 2), byte) >> left[:2])),
                          nbits.eq(left + 8)]
@@ -256,7 +280,7 @@ class TableLoader(wiring.Component):
         whole = symbol == SYMBOLS
         failed = bad | bad_length | ~whole
         with m.If(symbols_done & ~done & free):
-            with m.If(failed | (area_write == AREAS)):
+            with m.If(failed | (area_write == AREAS) | codes):   # ("codes": no areas)
                 self._finish(emit, failed)
                 m.d.sync += done.eq(1)
             with m.Else():

@@ -224,6 +224,64 @@ def test_non_canonical_codebooks_are_refused():
         config_writes("book", block="encoder")
 
 
+@pytest.mark.xdist_group("huffman-encoder-qlc")
+def test_an_encoder_loaded_with_a_qlc_code_gives_its_bitstream(seed):
+    """An encoder looks each symbol's code up, so any prefix code given symbol by symbol
+    codes through it (``check_encoder_code``; ``LinkTx``'s QLC streams code so): built
+    at ``max_length`` 11 with the base QLC code and loaded at run time with an adapted one
+    (``config_writes`` of a :class:`QlcCode`), its words are the QLC encoder's golden
+    words, bit for bit, on real tensors, 11-bit codes back to back and random symbols,
+    under random pauses."""
+    qlc_block = get_block("qlc-encoder")
+    code = qlc_block.fitted_tables([real_symbols(layer=0)])
+    assert code != QlcCode.base() and int(code.length_of.max()) == 11
+    rng = np.random.default_rng(3)
+    longest = np.flatnonzero(code.length_of == 11).astype(np.uint8)
+    frames = [real_symbols(count=2000), np.resize(longest, 200),
+              rng.integers(0, 256, 300, dtype=np.uint8), np.zeros(0, np.uint8)]
+    width = qlc_block.default_word_width(1)
+    inputs, expected = {}, {}
+    for frame in frames:
+        frame_in, frame_out = qlc_block.frame_io(frame, lanes=1, word_width=width,
+                                                 tables=code)
+        for into, beats in ((inputs, frame_in), (expected, frame_out)):
+            for port, values in beats.items():
+                into.setdefault(port, []).extend(values)
+    block = HuffmanEncoder(lanes=1, word_width=width, tables=QlcCode.base(), max_length=11)
+    result = run_beats(block, inputs=inputs, expected=expected,
+                       config={"i_config": config_writes(code, block="encoder")},
+                       idle="random", stall="random", seed=seed,
+                       name="huffman_encoder_qlc_code")
+    assert result["bit_exact"], f"seed {result['seed']}: {first_mismatch(result)}"
+
+
+def test_a_qlc_code_is_checked():
+    """A QLC code (11-bit codes at most) is taken by an e4m3 encoder at ``max_length`` 11
+    (the boundary) and refused at 10, by the block and by :func:`config_writes`, naming
+    both lengths; its writes are each symbol's code MSB-aligned in 15 bits; a decoder, a
+    bf16 encoder and a decoder's writes refuse it (they need canonical codebooks)."""
+    code = get_block("qlc-encoder").example_tables()
+    assert int(code.length_of.max()) == 11
+    Fragment.get(HuffmanEncoder(lanes=1, tables=code, max_length=11), None)
+    writes = config_writes(code, block="encoder")
+    assert [write["addr"] for write in writes] == [*range(256), SWITCH_ADDR]
+    for symbol in (0, int(np.argmax(code.length_of))):
+        length = int(code.length_of[symbol])
+        assert writes[symbol]["data"] == (length << 15 | int(code.code_of[symbol])
+                                          << (15 - length))
+    message = "the QLC code has a 11-bit code; this encoder takes codes of at most 10 bits"
+    with pytest.raises(ValueError, match=message):
+        HuffmanEncoder(lanes=1, tables=code, max_length=10)
+    with pytest.raises(ValueError, match=message):
+        config_writes(code, block="encoder", max_length=10)
+    with pytest.raises(TypeError, match="tables must be a HuffmanCodebook, not QlcCode"):
+        HuffmanDecoder(lanes=1, tables=code)
+    with pytest.raises(TypeError, match="tables must be a HuffmanCodebook, not QlcCode"):
+        HuffmanEncoder(lanes=1, tables=code, value_bits=16, coded_bits=11)
+    with pytest.raises(TypeError, match="codebook must be a HuffmanCodebook, not QlcCode"):
+        config_writes(code, block="decoder")
+
+
 @pytest.mark.parametrize("cls", [HuffmanEncoder, HuffmanDecoder])
 def test_tables_must_be_a_huffman_codebook(cls):
     """What the contract's parameter check does not say: the refusal of tables of the

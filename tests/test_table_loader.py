@@ -18,7 +18,10 @@ CONFIG = {"qlc": qlc, "huffman": huffman, "exponent": exponent}
 
 
 def _config_writes(codec, tables, block):
-    """The golden writes, without the switch write (exponent: one set for both blocks)."""
+    """The golden writes, without the switch write (exponent: one set for both blocks;
+    QLC ``"codes"``: a Huffman encoder's writes of the QLC code)."""
+    if block == "codes":
+        return huffman.config_writes(tables, block="encoder", switch=False)
     if codec == "exponent":
         return exponent.config_writes(tables, switch=False)
     return CONFIG[codec].config_writes(tables, block=block, switch=False)
@@ -100,8 +103,9 @@ def _images(codec, out):
     return images
 
 
-@pytest.mark.parametrize("codec", ["qlc", "huffman", "exponent"])
-@pytest.mark.parametrize("block", ["encoder", "decoder"])
+@pytest.mark.parametrize("codec,block", [
+    (codec, block) for codec in ("qlc", "huffman", "exponent")
+    for block in ("encoder", "decoder")] + [("qlc", "codes")])
 def test_images_load_as_config_writes(codec, block, seed, tmp_path_factory):
     rng = np.random.default_rng(seed)
     goods = _good_tables(codec, rng)
@@ -148,7 +152,8 @@ def test_images_load_as_config_writes(codec, block, seed, tmp_path_factory):
             continue
         lengths = (tables.length_of if codec == "qlc" else tables.lengths)
         for w in body:
-            expect = int(lengths[w["addr"]]) if block == "encoder" and w["addr"] < 256 else 0
+            coder = block in ("encoder", "codes")
+            expect = int(lengths[w["addr"]]) if coder and w["addr"] < 256 else 0
             assert w["length"] == expect, f"write {w}: length"
 
 
@@ -156,8 +161,15 @@ def test_parameters_are_checked():
     with pytest.raises(ValueError,
                        match="codec must be 'qlc', 'huffman' or 'exponent', not 'lz4'"):
         TableLoader(codec="lz4", block="encoder")
-    with pytest.raises(ValueError, match="block must be 'encoder' or 'decoder', not 'both'"):
+    with pytest.raises(ValueError, match="block must be 'encoder', 'decoder' or 'codes' for "
+                                         "qlc, not 'both'"):
         TableLoader(codec="qlc", block="both")
+    with pytest.raises(ValueError, match="block must be 'encoder' or 'decoder' for huffman, "
+                                         "not 'codes'"):
+        TableLoader(codec="huffman", block="codes")
+    with pytest.raises(ValueError, match="block must be 'encoder' or 'decoder' for exponent, "
+                                         "not 'codes'"):
+        TableLoader(codec="exponent", block="codes")
 
 
 @pytest.mark.parametrize("codec,most", [("qlc", 300), ("huffman", 420), ("exponent", 16)])
