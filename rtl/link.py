@@ -482,7 +482,12 @@ class _TxStream(wiring.Component):
         m.submodules.modes = modes = SyncFIFOBuffered(width=1, depth=4)     # 1 = raw
         info_layout = data.StructLayout({"raw": 1, "count": 12, "bits": 11, "last": 1,
                                          "bank": 1})
-        m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size, depth=4)
+        # (QLC, Huffman: a chunk's info is written through a register, ``info_write``, so
+        # the cut ends at a flip-flop and not in the queue's distributed RAM, which the
+        # placer puts apart; the queue then keeps a place free for it: one more place.)
+        registered_info = not bf16
+        m.submodules.infos = infos = SyncFIFOBuffered(width=info_layout.size,
+                                                      depth=5 if registered_info else 4)
 
         # The input stage: two entries (a main register and a skid, as RegisterSlice's),
         # so ``i.ready`` is a flip-flop; with a code lengths' memory each symbol's
@@ -605,7 +610,11 @@ class _TxStream(wiring.Component):
             m.d.comb += new_acc.eq(Mux(cut_bank, sums[1], sums[0]))
             restart.append(room.eq(room.init))
             step.append(room.eq(room - Mux(cut_bank, main.lengths[5:10], main.lengths[:5])))
-        space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
+        if registered_info:
+            # room for this cycle's close besides the one in the register
+            space = chunks.w_rdy & modes.w_rdy & (infos.w_level < infos.depth - 1)
+        else:
+            space = chunks.w_rdy & modes.w_rdy & infos.w_rdy
         m.d.sync += written.eq(written + modes.w_en)
         with m.If(consume):
             m.d.sync += in_frame.eq(~main.last)
@@ -623,7 +632,15 @@ class _TxStream(wiring.Component):
         decide = has & ~coded & at_raw & ~over
         entry = Signal(data.StructLayout({"symbol": symbol_bits, "has": 1, "end": 1}))
         info = Signal(info_layout)
-        m.d.comb += [chunks.w_data.eq(entry), infos.w_data.eq(info),
+        info_closed = Signal()            # a chunk closes this cycle: ``info`` is its
+        if registered_info:
+            info_write = Signal(info_layout)
+            info_valid = Signal()
+            m.d.sync += [info_write.eq(info), info_valid.eq(info_closed)]
+            m.d.comb += [infos.w_data.eq(info_write), infos.w_en.eq(info_valid)]
+        else:
+            m.d.comb += [infos.w_data.eq(info), infos.w_en.eq(info_closed)]
+        m.d.comb += [chunks.w_data.eq(entry),
                      consume.eq(main_valid & space & ~cut)]
         # The stage moves on as RegisterSlice's registers do, the cutter its reader.
         if not bf16:
@@ -644,7 +661,7 @@ class _TxStream(wiring.Component):
 
         def close(*, raw, count_, bits_, last):
             m.d.comb += [info.raw.eq(raw), info.count.eq(count_), info.bits.eq(bits_),
-                         info.last.eq(last), info.bank.eq(cut_tag), infos.w_en.eq(1)]
+                         info.last.eq(last), info.bank.eq(cut_tag), info_closed.eq(1)]
             m.d.sync += [acc.eq(0), count.eq(0), at_raw.eq(0), coded.eq(0), *restart]
 
         with m.If(main_valid & space):
@@ -870,19 +887,18 @@ class _TxStream(wiring.Component):
 
         # Chunks of each link bank closed and not yet sent (a chunk is a flit). With the
         # code lengths' memory (QLC, Huffman) a chunk closed is counted a cycle later,
-        # through a register (``closed``), so the cut ends at a flip-flop; meanwhile the
-        # register itself keeps the bank busy (16 QLC streams: 48.0 to 61.2 MHz). The
-        # bf16 cutter counts it at once: there the register bought nothing, and cost LUTs
-        # and the 4-stream transmitter's placement (docs/link.md).
+        # from the info register (``info_write``), so the cut ends at a flip-flop;
+        # meanwhile the register itself keeps the bank busy (16 QLC streams: 48.0 to 61.2
+        # MHz). The bf16 cutter counts it at once: there the register bought nothing, and
+        # cost LUTs and the 4-stream transmitter's placement (docs/link.md).
         for bank in range(2):
             pending = Signal(range(CHUNK_QUEUE_DEPTH + 8), name=f"pending{bank}")
-            counted = infos.w_en & (info.bank == bank)
-            busy = pending != 0
-            if not bf16:
-                closed = Signal(name=f"closed{bank}")
-                m.d.sync += closed.eq(counted)
-                counted = closed
-                busy = busy | closed
+            if registered_info:
+                counted = info_valid & (info_write.bank == bank)
+                busy = (pending != 0) | counted
+            else:
+                counted = info_closed & (info.bank == bank)
+                busy = pending != 0
             m.d.sync += pending.eq(pending + counted
                                    - (self.flit_taken & (out_header[28] == bank)))
             m.d.comb += self.busy[bank].eq(busy | (in_frame & (cut_tag == bank)))
