@@ -531,8 +531,13 @@ class _TxStream(wiring.Component):
             step = []                     # (below, once the escape flag is known)
         else:
             restart, step = [], []
-        # Between frames the cutter takes a fresh table at once.
-        take_fresh = ~in_frame & self.fresh & ~ahead
+        # Between frames the cutter takes a fresh table at once. ``fresh`` is seen through
+        # a register of the stream's own (cleared as the stream's encoder switches), so the
+        # bank the cut is made with is one LUT of the stream's registers: ``fresh`` comes
+        # from LinkTx's table unit, placed apart, and was on the 16-stream critical path.
+        fresh = Signal()
+        m.d.sync += fresh.eq(self.fresh & ~self.switched)
+        take_fresh = ~in_frame & fresh & ~ahead
         # Chunks (their modes) cut so far, and at a fresh table's taking how many came
         # before it: the reader switches the encoder once it has read that many.
         written = Signal(4)
