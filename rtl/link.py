@@ -1076,8 +1076,9 @@ class LinkTx(_LinkBlock):
     hand) and ``o_table`` (:data:`table_result_layout`, a beat an image; the next image
     is taken once it has gone). Tables in band: see the module's docstring. Above
     :data:`LINK_GROUP` streams the loader's writes reach each stream through a register,
-    and the streams' ``ready`` reaches the loader through one (a load takes a cycle more
-    to start and a cycle more to land; the link's symbols none).
+    the streams' ``ready`` reaches the loader through one, and whether every stream is
+    clear of the bank to load through two (a load takes three cycles more to start and a
+    cycle more to land; the link's symbols none).
 
     Throughput: a symbol a cycle a stream while the flits leave the link side room: it
     moves ``min(LINK_PIECE_BYTES, link_bytes)`` bytes (16) a cycle, flit after flit with
@@ -1296,8 +1297,20 @@ class LinkTx(_LinkBlock):
         # which Verilator's lint flags.)
         state = Signal(range(len(_TX_TABLE_STATES)))
         feeding, writes, end_beat = _sliced_loader(m, p.codec, _tx_loader_block(p.codec))
-        clear = Cat(*[~unit.busy.bit_select(target, 1) & unit.caught_up
-                      for unit in streams]).all() & (fresh == 0)
+        flags = [~unit.busy.bit_select(target, 1) & unit.caught_up for unit in streams]
+        if p.table_registers:
+            # Gathered through registers, a group of LINK_GROUP streams and then the
+            # groups (their AND across the die into "wait" was the 16-stream critical
+            # path): two cycles late, which is safe, as once every stream is clear of
+            # the target bank it stays so until "lead" ends.
+            groups = [Signal(name=f"clear_group{start // LINK_GROUP}")
+                      for start in range(0, len(flags), LINK_GROUP)]
+            m.d.sync += [group.eq(Cat(*flags[LINK_GROUP * index:][:LINK_GROUP]).all())
+                         for index, group in enumerate(groups)]
+            clear = Signal()
+            m.d.sync += clear.eq(Cat(*groups).all() & (fresh == 0))
+        else:
+            clear = Cat(*flags).all() & (fresh == 0)
         ready = Cat(*[unit.table_ready for unit in streams]).all()
         if p.table_registers:
             # Every stream ready for a write, a cycle late (in "write" a stream's
