@@ -898,14 +898,20 @@ class _TxStream(wiring.Component):
         # cost LUTs and the 4-stream transmitter's placement (docs/link.md).
         for bank in range(2):
             pending = Signal(range(CHUNK_QUEUE_DEPTH + 8), name=f"pending{bank}")
+            sent = self.flit_taken & (out_header[28] == bank)
             if registered_info:
                 counted = info_valid & (info_write.bank == bank)
                 busy = (pending != 0) | counted
+                # (A flit sent is counted a cycle late too: ``flit_taken`` comes from the
+                # link side, placed apart, and into every stream's count it was the
+                # 16-stream critical path; the bank stays busy a cycle longer.)
+                late = Signal(name=f"sent{bank}")
+                m.d.sync += late.eq(sent)
+                sent = late
             else:
                 counted = info_closed & (info.bank == bank)
                 busy = pending != 0
-            m.d.sync += pending.eq(pending + counted
-                                   - (self.flit_taken & (out_header[28] == bank)))
+            m.d.sync += pending.eq(pending + counted - sent)
             m.d.comb += self.busy[bank].eq(busy | (in_frame & (cut_tag == bank)))
         return m
 
