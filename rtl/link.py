@@ -1792,9 +1792,15 @@ class _RxStream(wiring.Component):
             # (LinkRx offers writes only once every stream is clear and ready, and from
             # then until the load ends a decoder's ``ready`` only rises: no stream can
             # start a switch while the bank it would need is being loaded).
+            # The register takes a write only while this stream is clear, as it always is
+            # while writes are offered: so its 16 copies differ, and synthesis no longer
+            # merges them into one that drives every decoder across the die (at seed 1
+            # that merged register was the 16-stream receiver's critical path).
             table_write = Signal.like(self.table.payload)
             table_valid = Signal()
-            m.d.sync += [table_valid.eq(self.table.valid), table_write.eq(self.table.payload)]
+            m.d.sync += table_valid.eq(self.table.valid)
+            with m.If(self.clear):
+                m.d.sync += table_write.eq(self.table.payload)
             with m.If(switching):
                 m.d.comb += [config.valid.eq(1),
                              config.payload.addr.eq(_codec_module(p.codec).SWITCH_ADDR)]
