@@ -183,12 +183,12 @@ class LinkHardware(NamedTuple):
 LINK_HARDWARE = {
     # 16 streams of 1-lane QLC with tables in band and the CRC (`linkcodec report link-tx
     # link-rx --codec qlc --streams 16`, seed 1, both placed with their floorplan): LinkTx
-    # 78.9 MHz on 48,232 LUTs, LinkRx 86.9 MHz on 42,225 LUTs (at 6dcab0a); 15.706 symbols
-    # a cycle over the 16 streams and 1,000 cycles at most, as its simulation
+    # 92.6 MHz on 41,640 LUTs, LinkRx 84.1 MHz on 42,219 LUTs (at f06a144); 15.714 symbols
+    # a cycle over the 16 streams and 1,003 cycles at most, as its simulation
     # (`link_throughput`) measured them.
     ("qlc", 1, 256): LinkHardware(
-        streams=16, symbols_per_cycle=0.9816, latency_cycles=1000, fmax_mhz=78.9,
-        luts=48232 + 42225, commands={
+        streams=16, symbols_per_cycle=0.9821, latency_cycles=1003, fmax_mhz=84.1,
+        luts=41640 + 42219, commands={
             "symbols_per_cycle": "linkcodec report link-rx --codec qlc --streams 16",
             "latency_cycles": "linkcodec report link-rx --codec qlc --streams 16",
             "fmax_mhz": "linkcodec report link-tx link-rx --codec qlc --streams 16",
