@@ -637,7 +637,7 @@ class _TxStream(wiring.Component):
         decide = has & ~coded & at_raw & ~over
         entry = Signal(data.StructLayout({"symbol": symbol_bits, "has": 1, "end": 1}))
         info = Signal(info_layout)
-        info_closed = Signal()            # a chunk closes this cycle: ``info`` is its
+        info_closed = Signal()            # a chunk closes this cycle (``info``: its record)
         if registered_info:
             info_write = Signal(info_layout)
             info_valid = Signal()

@@ -221,7 +221,10 @@ class TableLoader(wiring.Component):
             with m.Elif(~bad):
                 if codes:
                     # the code MSB-aligned in 15 bits: the area, then the suffix
-                    emit(symbol, Cat(Const(0, 4), suffix, area, length[:4]), length=length)
+                    entry = Signal(huffman.code_entry_layout)
+                    m.d.comb += [entry.code.eq(Cat(Const(0, 4), suffix, area)),
+                                 entry.length.eq(length)]
+                    emit(symbol, entry.as_value(), length=length)
                 elif encoder:
                     emit(symbol, rank, length=length)
                 else:
