@@ -292,6 +292,12 @@ class WordQueue(wiring.Component):
     Three entries deep. ``i.ready`` is a register (the queue has room, or it is dropping
     the rest of a faulty frame), so it never depends on ``take``. A word taken at ``i``
     is the head, or behind it, the next cycle; one entry leaves per cycle.
+
+    ``mark`` (in) and ``before_mark`` (out) place a decoder's bank switch in its input
+    stream: ``before_mark`` is high while an entry that came in before the last cycle
+    ``mark`` was high (or in that cycle) is still in the queue. A decoder that switches
+    banks only where its head starts a frame and ``before_mark`` is low gives every frame
+    whose last word came in before the switch was asked for the bank it came in under.
     """
 
     def __init__(self, *, word_width):
@@ -303,6 +309,8 @@ class WordQueue(wiring.Component):
             "after": Out(entry),
             "head_ready": Out(1),
             "take": In(1),
+            "mark": In(1),
+            "before_mark": Out(1),
         })
 
     @property
@@ -354,7 +362,17 @@ class WordQueue(wiring.Component):
             else:
                 with m.If(loads):
                     m.d.sync += entries[index].eq(incoming)
-        m.d.sync += held.eq(held - pop + push)
+        held_next = Signal.like(held)
+        m.d.comb += held_next.eq(held - pop + push)
+        m.d.sync += held.eq(held_next)
+
+        # The entries that came in before the last mark: all of them at a mark, then
+        # fewer as they leave (first in, first out). ``before_mark`` is a register of its
+        # own, so a decoder's bank select gains no logic level from it.
+        before = Signal.like(held)
+        before_next = Signal.like(held)
+        m.d.comb += before_next.eq(Mux(self.mark, held_next, before - (pop & (before != 0))))
+        m.d.sync += [before.eq(before_next), self.before_mark.eq(before_next != 0)]
         return m
 
 

@@ -28,7 +28,11 @@ Config port (``i_config``, one write per transfer):
 
 **Banks.** Writes go to the idle bank. A write to :data:`SWITCH_ADDR` asks for a switch;
 it takes effect at the next frame boundary: before the first symbol (encoder) or word
-(decoder) of the next frame, at once if the block is between frames. So a codebook swap
+(decoder) of the next frame, at once if the block is between frames. The next frame is
+the first that starts at ``i`` after the switch write (a beat or word taken in the same
+cycle as the write is before it): a decoder's frame that came in whole before the write
+keeps the bank it came in under, even while its words still wait in the decoder's queue
+(:class:`~.bitpack.WordQueue` marks the write among them). So a codebook swap
 costs no idle cycle (in the decoder, 14 at most when the switch comes just before a frame
 boundary: see :class:`HuffmanDecoder` on its length tables). While a switch is pending
 (and, in the decoder, while frames of the bank that became idle are still in flight, or
@@ -966,7 +970,11 @@ class HuffmanDecoder(_HuffmanBlock):
 
         # -- banks, config -------------------------------------------------------------
         in_frame = Signal()          # the queue's head is inside a frame
-        banks = self._switch(m, ~in_frame)
+        # A switch takes effect where the queue's head starts a frame that came in after
+        # it was asked for (so a frame whose words all wait in the queue keeps its bank).
+        m.submodules.queue = queue = WordQueue(word_width=W)
+        banks = self._switch(m, ~in_frame & ~queue.before_mark)
+        m.d.comb += queue.mark.eq(banks.requested)
         active, bank, pending = banks.active, banks.bank, banks.pending
         old_in_use = Signal()
         sweeping_active = Signal()   # the length tables of the working bank are being swept
@@ -1020,7 +1028,6 @@ class HuffmanDecoder(_HuffmanBlock):
             return chosen
 
         # -- input: word faults, then the queue ------------------------------------------
-        m.submodules.queue = queue = WordQueue(word_width=W)
         # Words wait outside while the bank of the frame they will start is being swept
         # (the working bank, or the one a pending switch goes to): the queue is for
         # words that can go on, and the wait then shows as ``i.ready`` low, not as latency.

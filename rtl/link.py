@@ -1651,14 +1651,6 @@ class _RxStream(wiring.Component):
             byte.eq(Mux(held_select[0], word[:8], word[8:])),
         ]
 
-        if not bf16:
-            # The words pass a register slice on the way to the decoder, so the decoder's
-            # ``i.ready`` stops there and does not reach this reader's decisions (a path
-            # from the word in hand through the decoder's queue, often far across the die,
-            # and back to the flit's end was the 16-stream receiver's critical path): a
-            # cycle more for coded flits.
-            m.submodules.words = words_in = RegisterSlice(decoder.i.payload.shape())
-            wiring.connect(m, words_in.o, decoder.i)
         with m.If(raw_out_valid & self.o.ready):
             m.d.sync += raw_out_valid.eq(0)
         used = Signal()
@@ -1682,11 +1674,11 @@ class _RxStream(wiring.Component):
         if not bf16:
             with m.Elif(held):
                 m.d.comb += [
-                    words_in.i.valid.eq(1),
-                    words_in.i.payload.data.eq(word),
-                    words_in.i.payload.bits.eq(Mux(held_done, held_bits, 16)),
-                    words_in.i.payload.last.eq(held_done),
-                    used.eq(words_in.i.ready),
+                    decoder.i.valid.eq(1),
+                    decoder.i.payload.data.eq(word),
+                    decoder.i.payload.bits.eq(Mux(held_done, held_bits, 16)),
+                    decoder.i.payload.last.eq(held_done),
+                    used.eq(decoder.i.ready),
                 ]
         advance = ~held | used
         if bf16:
@@ -1738,14 +1730,12 @@ class _RxStream(wiring.Component):
             starting = m.Elif(~reading)
         else:
             starting = m.If(~reading)
-        # A bank switch waits for the decoder to hold no word: it takes effect at the
-        # decoder's next frame boundary, which is where its queue's head starts a frame,
-        # so a flit whose words all wait in the queue (or in the slice before it) would
-        # be decoded with the new bank. (Shown on the QLC decoder alone: a frame of two
-        # words sent while its output is held, then a switch, decodes with the new bank.
-        # tests/test_rtl_link.py's short flits did not reach that state in the seeds
-        # tried, so the wait has no link-level test that fails without it.)
-        drained = outstanding == 0
+        # A switch written to a QLC or Huffman decoder takes effect after every frame
+        # whose words went in before it, even those still waiting in its queue. The
+        # exponent decoder's switch takes effect where its pipeline starts a frame (its
+        # escapes step), so a flit still queued before it would be decoded with the new
+        # bank: a bf16 stream switches its decoder only once it holds no word.
+        drained = (outstanding == 0) if bf16 else Const(1, 1)
         with starting:
             # (A flit that failed its CRC gives the error beat, whatever its header says;
             # with stream numbers it is skipped, as a repeated flit is.)

@@ -20,7 +20,11 @@ Config port (``i_config``, one write per transfer):
 
 **Banks.** Writes go to the idle bank. A write to :data:`SWITCH_ADDR` asks for a switch;
 it takes effect at the next frame boundary: before the first symbol (encoder) or word
-(decoder) of the next frame, at once if the block is between frames. So a code swap
+(decoder) of the next frame, at once if the block is between frames. The next frame is
+the first that starts at ``i`` after the switch write (a beat or word taken in the same
+cycle as the write is before it): a decoder's frame that came in whole before the write
+keeps the bank it came in under, even while its words still wait in the decoder's queue
+(:class:`~.bitpack.WordQueue` marks the write among them). So a code swap
 costs no idle cycle. While a switch is pending, and while a beat or word of the bank that
 became idle is still where the idle bank's tables are read, ``i_config.ready`` is low, so
 the next code's writes cannot reach a bank in use. :func:`config_writes` makes the writes
@@ -421,7 +425,11 @@ class QlcDecoder(_QlcBlock):
 
         # -- banks, the tables: the rank-to-symbol block RAM, copies of the areas in LUT RAM
         in_frame = Signal()          # the queue's head is inside a frame
-        banks = self._banks(m, ~in_frame)
+        # A switch takes effect where the queue's head starts a frame that came in after
+        # it was asked for (so a frame whose words all wait in the queue keeps its bank).
+        m.submodules.queue = queue = WordQueue(word_width=W)
+        banks = self._banks(m, ~in_frame & ~queue.before_mark)
+        m.d.comb += queue.mark.eq(banks.requested)
         old_in_use = Signal()        # a word or group of the bank that became idle is in flight
         m.d.comb += self.i_config.ready.eq(~banks.pending & ~old_in_use)
         config = self.i_config.payload
@@ -467,7 +475,6 @@ class QlcDecoder(_QlcBlock):
             return Cat(bits[2], bits[1], bits[0], bank)
 
         # -- input: word faults, then the queue ------------------------------------------
-        m.submodules.queue = queue = WordQueue(word_width=W)
         wiring.connect(m, wiring.flipped(self.i), queue.i)
         head = queue.head
         with m.If(queue.take):

@@ -96,3 +96,80 @@ def test_qlc_switch_address_and_writes():
     assert [write["data"] for write in decoder[:256]] == code.rank_to_symbol.tolist()
     with pytest.raises(ValueError, match="block must be 'encoder' or 'decoder'"):
         config_writes(code, block="both")
+
+
+@pytest.mark.parametrize("block", ["qlc-decoder", "huffman-decoder"])
+def test_a_switch_keeps_the_frames_sent_before_it(block):
+    """A decoder's switch, asked for after a frame's last word went in, takes effect
+    after that frame, even while the frame's words all wait in the decoder's queue.
+    Rounds of: the output held, a frame of ``n`` symbols (``n`` = 1 .. 24) and a frame of
+    two sent (while the decoder takes them), the switch to the other bank, then the
+    output let go; each round's frames come coded with the bank before its switch.
+    (Before the queue marked the switch, a frame that waited whole in the queue was
+    decoded with the new bank: QLC at ``n`` = 7, Huffman at 19.)"""
+    from amaranth.sim import Simulator
+
+    description = get_block(block)
+    codes = (description.default_tables(), description.fitted_tables([real_symbols(layer=0)]))
+    writes = description.config_writes(codes[1])["i_config"]
+    loads, switch = writes[:-1], writes[-1]
+    real = real_symbols()
+    dut = description.build(lanes=1)
+    rounds, expected, out = [], [], []
+    for n in range(1, 25):
+        frames_in = []
+        for symbols in (real[100 * n:100 * n + n], real[:2]):
+            frame_in, frame_out = description.frame_io(
+                symbols, lanes=1, word_width=description.default_word_width(1),
+                tables=codes[(n - 1) % 2])
+            frames_in += frame_in["i"]
+            expected += frame_out["o"]
+        rounds.append(frames_in)
+
+    async def put(ctx, port, beat):
+        ctx.set(port.valid, 1)
+        for key, value in beat.items():
+            ctx.set(getattr(port.payload, key), value)
+        await ctx.tick().until(port.ready)
+        ctx.set(port.valid, 0)
+
+    async def bench(ctx):
+        for write in loads:
+            await put(ctx, dut.i_config, write)
+        for words in rounds:
+            ctx.set(dut.o.ready, 0)
+            sent, waited = 0, 0
+            while sent < len(words) and waited < 8:      # while the decoder takes them
+                ctx.set(dut.i.valid, 1)
+                for key, value in words[sent].items():
+                    ctx.set(getattr(dut.i.payload, key), value)
+                taken = ctx.get(dut.i.ready)
+                await ctx.tick()
+                sent, waited = (sent + 1, 0) if taken else (sent, waited + 1)
+            ctx.set(dut.i.valid, 0)
+            if sent < len(words):                         # the rest with the output going
+                ctx.set(dut.o.ready, 1)
+                for word in words[sent:]:
+                    await put(ctx, dut.i, word)
+            await ctx.tick().repeat(3)
+            await put(ctx, dut.i_config, switch)
+            ctx.set(dut.o.ready, 1)
+            await ctx.tick().repeat(60)
+
+    async def monitor(ctx):
+        payload = dut.o.payload
+        async for _, _, valid, ready, symbol, count, last, error in ctx.tick().sample(
+                dut.o.valid, dut.o.ready, payload.symbols[0], payload.count, payload.last,
+                payload.error):
+            if valid and ready:
+                out.append({"symbols": [symbol], "count": count, "last": last,
+                            "error": error})
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.add_testbench(monitor, background=True)
+    sim.run()
+    assert len(out) == len(expected)
+    wrong = [index for index, (got, want) in enumerate(zip(out, expected)) if got != want]
+    assert not wrong, f"beat {wrong[0]}: {out[wrong[0]]}, expected {expected[wrong[0]]}"

@@ -817,10 +817,10 @@ def test_short_flits_keep_their_banks_while_tables_load(seed):
     """Frames of one to three symbols (a flit of one or two words each) on two streams
     while eight tables load in band, the outputs held back two cycles in three (so the
     decoders' queues hold words when a stream's next flit names the other bank): every
-    flit is decoded with the bank it names, bit-exact. (LinkRx switches a decoder only
-    once it holds no word; a switch takes effect at the decoder's queue head. This run
-    did not catch a receiver without that wait in the seeds tried: see the note in
-    ``_RxStream``.)"""
+    flit is decoded with the bank it names, bit-exact. (A decoder's switch keeps the
+    bank of the frames that went in before it, queued or not: tests/test_banks.py,
+    ``test_a_switch_keeps_the_frames_sent_before_it``, which fails without that. This
+    run did not catch the decoders without it in the seeds tried.)"""
     codec, streams, flit_bytes, link_bytes = "qlc", 2, 256, 64
     fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
     tensor = np.load(_files(codec)[0]).reshape(-1)
