@@ -3,16 +3,21 @@
 
 from pathlib import Path
 
+import pytest
+
 from linkcodec.bench import HUFFMAN_LIMITS, huffman_limit_rows, render_huffman_limits
 from linkcodec.bundled import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_rows_cover_every_class_and_limit_and_huffman_md_quotes_them():
-    """The rows (15 s to compute, so one test: as two, xdist put them on both workers
-    and computed them twice), and the table in docs/huffman.md, "What each limit costs,
-    single-stage", is their rendering, with the command that makes it shown beside it."""
+    """The rows (a sweep of every tensor class and limit: 15 s to compute alone, 48 in
+    a `make test` that shared its cores, so under ``slow``; one test, as two put them on
+    both workers and computed them twice), and the table in docs/huffman.md, "What each
+    limit costs, single-stage", is their rendering, with the command that makes it shown
+    beside it."""
     rows = huffman_limit_rows()
     assert [row["kind"] for row in rows] == [*KINDS, "all"]
     assert rows[-1]["symbols"] == sum(row["symbols"] for row in rows[:-1])
