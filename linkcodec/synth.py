@@ -203,8 +203,9 @@ def ecp5(verilog_paths, top, *, build_dir, device="85k", speed=6, freq_mhz=100, 
         bar.update()
         netlist, pinned = run_dir / "synth.json", 0
         if pins:
+            source = _flattened(run_dir) if synth["hierarchical"] else run_dir / "synth.json"
             netlist = run_dir / f"synth-pinned-{_key('pins', pins)[:12]}.json"
-            pinned = _pin(run_dir / "synth.json", netlist, top, pins)
+            pinned = _pin(source, netlist, top, pins)
 
         def place(one_seed):
             args = _nextpnr_args(device, speed, freq_mhz, one_seed)
@@ -304,7 +305,8 @@ def _nextpnr_args(device, speed, freq_mhz, seed):
 #: message, as it does on some large flattened designs (LinkRx at 16 streams). The flow
 #: then synthesises the design again with ``synth_ecp5 -noflatten`` (ABC9 maps each module
 #: alone; the 16-stream receiver maps so in 2 minutes) and says so in its result
-#: (``hierarchical``): no optimisation crosses a module boundary there. Other retries failed
+#: (``hierarchical``): no optimisation crosses a module boundary there. A floorplan then
+#: pins the block RAMs of the mapped netlist flattened (:func:`_flattened`). Other retries failed
 #: on that design: ``synth_ecp5 -dff`` was still in ABC9 after 50 minutes, and ``-noabc9``
 #: fails an assertion in yosys (``GetSize(conn.first) == GetSize(conn.second)``, rtlil.cc).
 _ABC9_STOPPED = "Running ABC command"
@@ -357,6 +359,22 @@ def _ecp5_synth(work, sources, top):
     cells = _cell_counts(netlist, top)
     cells.pop("$scopeinfo", None)
     return {"cells": dict(sorted(cells.items())), "hierarchical": hierarchical}
+
+
+def _flattened(run_dir):
+    """``run_dir``'s netlist of ``synth_ecp5 -noflatten`` (mapped module by module)
+    flattened after the mapping, so a floorplan finds each instance's block RAMs by the
+    instance's name (``stream0.decoder.table...``), as in a flat synthesis:
+    ``synth-flat.json`` beside it, made once (yosys' ``flatten``: seconds)."""
+    target = run_dir / "synth-flat.json"
+    if not target.exists():
+        partial = f"synth-flat.json.partial-{os.getpid()}-{threading.get_ident()}"
+        script = run_dir / f"{partial}.ys"
+        script.write_text(f"read_json synth.json\nflatten\nwrite_json {partial}\n")
+        _run("yosys", ["-s", script.name], cwd=run_dir, log=run_dir / "yosys-flatten.log")
+        (run_dir / partial).replace(target)
+        script.unlink()
+    return target
 
 
 def _pin(source, target, top, pins):

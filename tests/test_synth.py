@@ -207,7 +207,8 @@ def _fake_yosys(calls, last, *, flat_only=False):
     def run(tool, args, *, cwd, log):
         script = (cwd / args[-1]).read_text() if tool == "yosys" else ""
         calls.append(script)
-        if tool != "yosys" or (flat_only and "-noflatten" in script):
+        if tool != "yosys" or (flat_only and ("-noflatten" in script
+                                              or "synth_ecp5" not in script)):
             return real(tool, args, cwd=cwd, log=log)
         log.write_text(f"2.46.25.5. Executing ABC9.\n{last}\n")
         raise synth.ToolError(tool, log, 1, last)
@@ -300,6 +301,39 @@ def test_pins_fix_block_rams_where_nextpnr_places_them(tmp_path):
     with pytest.raises(synth.ToolError, match="nextpnr-ecp5 failed") as info:
         synth.ecp5([source], "top", build_dir=tmp_path, pins=[("", ["X5/Y22/EBR0"] * 2)])
     assert "No Bel named 'X5/Y22/EBR0'" in info.value.log.read_text()
+
+
+# The two block RAMs in two instances of one module, as LinkRx's streams hold theirs.
+TWO_RAM_INSTANCES = """module ram(input clk, input we, input [8:0] wa, input [17:0] wd,
+           input [8:0] ra, output reg [17:0] q);
+  reg [17:0] memory [0:511];
+  always @(posedge clk) begin
+    if (we) memory[wa] <= wd;
+    q <= memory[ra];
+  end
+endmodule
+module top(input clk, input we, input [8:0] wa, input [17:0] wd, input [8:0] ra,
+           output [17:0] p, output [17:0] q);
+  ram stream0(.clk(clk), .we(we), .wa(wa), .wd(wd), .ra(ra), .q(p));
+  ram stream1(.clk(clk), .we(we), .wa(wa), .wd(~wd), .ra(ra), .q(q));
+endmodule
+"""
+
+
+def test_pins_reach_the_block_rams_of_a_hierarchical_synthesis(tmp_path, monkeypatch):
+    """After a stop in ABC9 the netlist is mapped module by module; the floorplan still
+    fixes each instance's block RAM by the instance's name, in the netlist flattened
+    after the mapping (before, it found no block RAM in the top module and stopped)."""
+    source = _write(tmp_path / "instances.v", TWO_RAM_INSTANCES)
+    calls = []
+    monkeypatch.setattr(synth, "_run", _fake_yosys(calls, ABC9_STOP, flat_only=True))
+    sites = [synth.ebr_site(51, 3), synth.ebr_site(0, 0)]
+    result = synth.ecp5([source], "top", build_dir=tmp_path,
+                        pins=[("stream0.", sites[:1]), ("stream1.", sites[1:])])
+    assert result["hierarchical"] is True
+    assert result["pinned"] == 2 and result["dp16kd"] == 2
+    log = next(Path(result["build_dir"]).glob("pnr-*/nextpnr.log")).read_text()
+    assert "Placed 2 cells based on constraints" in log
 
 
 def test_pins_that_do_not_fit_the_netlist_are_errors(tmp_path):
