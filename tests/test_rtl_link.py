@@ -516,6 +516,7 @@ def test_sim_link_command(capsys):
 
 
 @pytest.mark.xdist_group("link-qlc-fixed")
+@pytest.mark.slow          # 44 s: under -m slow for make test's 20 minutes
 def test_sim_link_fixed_tables(capsys, monkeypatch):
     """``--fixed-tables``: both ends hold the code from elaboration and no table goes on
     the link; the pair is bit-exact under idle cycles and backpressure, and LinkTx's

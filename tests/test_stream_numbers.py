@@ -282,6 +282,7 @@ def test_sim_link_no_retry_numbers_and_loses_only_the_hit_flits(capsys, monkeypa
 
 
 @pytest.mark.xdist_group("link-numbers")
+@pytest.mark.slow          # 46 s, under -m slow for make test's 20 minutes
 def test_sim_link_stream_numbers_without_faults(capsys, monkeypatch):
     """``--stream-numbers`` alone runs the numbered pair (the build of SHAPE) and says
     so; its flits are the golden writer's, numbers included."""
