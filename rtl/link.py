@@ -1732,9 +1732,11 @@ class _RxStream(wiring.Component):
             starting = m.If(~reading)
         # A switch written to a QLC or Huffman decoder takes effect after every frame
         # whose words went in before it, even those still waiting in its queue. The
-        # exponent decoder's switch takes effect where its pipeline starts a frame (its
-        # escapes step), so a flit still queued before it would be decoded with the new
-        # bank: a bf16 stream switches its decoder only once it holds no word.
+        # exponent decoder's takes effect at its escapes stage (rtl/exponent.py, "Banks"),
+        # so by its docs a coded flit short enough to wait whole before that stage would
+        # be decoded with the new bank: a bf16 stream switches its decoder only once it
+        # holds no word. (LinkTx codes a chunk only past a raw flit's symbols, so its
+        # flits never are that short; no test shows the case.)
         drained = (outstanding == 0) if bf16 else Const(1, 1)
         with starting:
             # (A flit that failed its CRC gives the error beat, whatever its header says;
