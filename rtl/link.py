@@ -429,9 +429,9 @@ class _TxStream(wiring.Component):
             # Tables in band (see LinkTx): the loader's writes into the idle banks of the
             # encoder and the cutter's lengths (taken when ``table_ready``); ``fresh``:
             # the idle banks hold a newer table, with link bank ``fresh_bank``, which the
-            # stream takes between frames (``switched`` pulses once its encoder has it);
-            # ``busy``: each link bank, whether a frame of it is in progress or a flit of
-            # it not yet sent; ``caught_up``: the encoder is on the cutter's table.
+            # stream takes between frames (``switched`` pulses the cycle after its encoder
+            # has it); ``busy``: each link bank, whether a frame of it is in progress or a
+            # flit of it not yet sent; ``caught_up``: the encoder is on the cutter's table.
             "table": In(config_listener(loader_write_layout(
                 params.codec, _tx_loader_block(params.codec)))),
             "table_ready": Out(1),
@@ -535,8 +535,13 @@ class _TxStream(wiring.Component):
         # a register of the stream's own (cleared as the stream's encoder switches), so the
         # bank the cut is made with is one LUT of the stream's registers: ``fresh`` comes
         # from LinkTx's table unit, placed apart, and was on the 16-stream critical path.
+        # ``switched`` goes out through a register (from a stream to the table unit's
+        # ``fresh`` was the 16-stream critical path of LinkTx): its ``fresh`` clears a
+        # cycle later, so the stream's copy holds it clear that cycle too.
         fresh = Signal()
-        m.d.sync += fresh.eq(self.fresh & ~self.switched)
+        switching = Signal()
+        m.d.sync += [fresh.eq(self.fresh & ~switching & ~self.switched),
+                     self.switched.eq(switching)]
         take_fresh = ~in_frame & fresh & ~ahead
         # Chunks (their modes) cut so far, and at a fresh table's taking how many came
         # before it: the reader switches the encoder once it has read that many.
@@ -727,7 +732,7 @@ class _TxStream(wiring.Component):
                 with m.If(config.ready):
                     m.d.sync += [enc_active.eq(~enc_active), enc_tag.eq(ahead_tag),
                                  ahead.eq(0)]
-                    m.d.comb += self.switched.eq(1)
+                    m.d.comb += switching.eq(1)
             with m.Else():
                 m.d.comb += [modes.r_en.eq(body_modes.w_rdy),
                              body_modes.w_en.eq(modes.r_rdy),
