@@ -1087,9 +1087,10 @@ class LinkTx(_LinkBlock):
     hand) and ``o_table`` (:data:`table_result_layout`, a beat an image; the next image
     is taken once it has gone). Tables in band: see the module's docstring. Above
     :data:`LINK_GROUP` streams the loader's writes reach each stream through a register,
-    the streams' ``ready`` reaches the loader through one, and whether every stream is
-    clear of the bank to load through two (a load takes three cycles more to start and a
-    cycle more to land; the link's symbols none).
+    and the streams' ``ready`` and whether every stream is clear of the bank to load
+    reach it through two (a load takes four cycles more to start and a cycle more to
+    land; the link's symbols none). A stream's switch to a new table reaches the table
+    unit through a register (a load waiting for it starts a cycle later).
 
     Throughput: a symbol a cycle a stream while the flits leave the link side room: it
     moves ``min(LINK_PIECE_BYTES, link_bytes)`` bytes (16) a cycle, flit after flit with
@@ -1322,12 +1323,21 @@ class LinkTx(_LinkBlock):
             m.d.sync += clear.eq(Cat(*groups).all() & (fresh == 0))
         else:
             clear = Cat(*flags).all() & (fresh == 0)
-        ready = Cat(*[unit.table_ready for unit in streams]).all()
         if p.table_registers:
-            # Every stream ready for a write, a cycle late (in "write" a stream's
-            # ``ready`` only rises: none has a fresh table, so none can start a switch).
-            gathered, ready = ready, Signal()
-            m.d.sync += ready.eq(gathered & (state == _TX_TABLE_STATES.index("write")))
+            # Every stream ready for a write, gathered as "clear" is, two cycles late (in
+            # "write" a stream's ``ready`` only rises: none has a fresh table, so none
+            # can start a switch; a stream's ``ready`` into one gather across the die
+            # was the 16-stream critical path).
+            ready_groups = [Signal(name=f"ready_group{start // LINK_GROUP}")
+                            for start in range(0, len(streams), LINK_GROUP)]
+            m.d.sync += [group.eq(Cat(*[unit.table_ready for unit in
+                                        streams[LINK_GROUP * index:][:LINK_GROUP]]).all())
+                         for index, group in enumerate(ready_groups)]
+            ready = Signal()
+            m.d.sync += ready.eq(Cat(*ready_groups).all()
+                                 & (state == _TX_TABLE_STATES.index("write")))
+        else:
+            ready = Cat(*[unit.table_ready for unit in streams]).all()
         feed = Signal(range(IMAGE_MAX + 1))
         result = Signal(table_result_layout)
         delay = Signal(range(TABLE_LEAD_CYCLES + 1))
