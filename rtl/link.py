@@ -459,8 +459,15 @@ class _TxStream(wiring.Component):
         # stream's ``ready`` only rises until the load ends).
         table_valid, table_write = self.table.valid, self.table.payload
         if p.table_registers:
+            # Each stream's register takes the write with its own ``table_ready`` (as
+            # every stream is ready while writes are offered), so synthesis keeps the
+            # copies apart: the same register in every stream became one, driving the
+            # 16 streams across the die (LinkTx's critical path, as LinkRx's at 5c4037a).
             table_valid, table_write = Signal(), Signal.like(self.table.payload)
-            m.d.sync += [table_valid.eq(self.table.valid), table_write.eq(self.table.payload)]
+            taken = self.table.valid & self.table_ready
+            m.d.sync += table_valid.eq(taken)
+            with m.If(taken):
+                m.d.sync += table_write.eq(self.table.payload)
 
         # Banks. The encoder's active bank and the link bank of its table outlive a reset
         # (they name tables); the cutter runs ahead of the encoder, so it takes a fresh
