@@ -464,9 +464,9 @@ class _TxStream(wiring.Component):
             # copies apart: the same register in every stream became one, driving the
             # 16 streams across the die (LinkTx's critical path, as LinkRx's at 5c4037a).
             table_valid, table_write = Signal(), Signal.like(self.table.payload)
-            taken = self.table.valid & self.table_ready
-            m.d.sync += table_valid.eq(taken)
-            with m.If(taken):
+            write_taken = self.table.valid & self.table_ready
+            m.d.sync += table_valid.eq(write_taken)
+            with m.If(write_taken):
                 m.d.sync += table_write.eq(self.table.payload)
 
         # Banks. The encoder's active bank and the link bank of its table outlive a reset
@@ -544,11 +544,14 @@ class _TxStream(wiring.Component):
         # from LinkTx's table unit, placed apart, and was on the 16-stream critical path.
         # ``switched`` goes out through a register (from a stream to the table unit's
         # ``fresh`` was the 16-stream critical path of LinkTx): its ``fresh`` clears a
-        # cycle later, so the stream's copy holds it clear that cycle too.
+        # cycle later, so the stream's copy holds it clear that cycle too. The register
+        # outlives a reset, as the encoder's bank does: a switch in a reset's cycle
+        # still clears the table unit's ``fresh``.
         fresh = Signal()
         switching = Signal()
-        m.d.sync += [fresh.eq(self.fresh & ~switching & ~self.switched),
-                     self.switched.eq(switching)]
+        switched = Signal(reset_less=True)
+        m.d.sync += [fresh.eq(self.fresh & ~switching & ~switched), switched.eq(switching)]
+        m.d.comb += self.switched.eq(switched)
         take_fresh = ~in_frame & fresh & ~ahead
         # Chunks (their modes) cut so far, and at a fresh table's taking how many came
         # before it: the reader switches the encoder once it has read that many.
@@ -1095,7 +1098,7 @@ class LinkTx(_LinkBlock):
     is taken once it has gone). Tables in band: see the module's docstring. Above
     :data:`LINK_GROUP` streams the loader's writes reach each stream through a register,
     and the streams' ``ready`` and whether every stream is clear of the bank to load
-    reach it through two (a load takes four cycles more to start and a cycle more to
+    reach it through two (a load takes three cycles more to start and a cycle more to
     land; the link's symbols none). A stream's switch to a new table reaches the table
     unit through a register (a load waiting for it starts a cycle later).
 
