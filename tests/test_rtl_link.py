@@ -312,9 +312,9 @@ def test_rx_short_coded_flits_keep_their_banks(seed):
     never makes, as it codes a chunk only past a raw flit's symbols), two a bank in turn
     on each of two streams, random idle cycles on the link and bursts of backpressure on
     every output: each flit decodes with the bank it names, as the golden reader reads
-    it. (A QLC decoder whose
-    switch ignored the words in its queue, before c7ab305, passed this too in the seeds
-    tried: the decoder's own test, tests/test_banks.py, is the one that catches it.)"""
+    it. (A QLC decoder whose switch ignored the words in its queue, before c7ab305,
+    passed this too in the seeds tried: the decoder's own test, tests/test_banks.py, is
+    the one that catches it.)"""
     layout = QlcLayout((3, 3, 3, 3, 3, 4, 5, 8), (4, 8, 8, 8, 8, 16, 32, 172))
     code = QlcCode(layout, np.arange(256))               # the build of the tests above
     other = _swapped(code, 0, 1)                         # the codes of 0 and 1 swapped
