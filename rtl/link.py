@@ -1498,9 +1498,11 @@ class _RxTables(wiring.Component):
                  & (h_bits <= p.fmt.body_bits))
         follows = (h_bank == self.bank) & (h_count == fed)
         with m.If(busy):
+            # (The byte is read whether or not it can go: the read does not wait on
+            # ``free``, which comes from the register slice beyond.)
+            column_bits = (link_bytes - 1).bit_length()
+            m.d.comb += read.addr.eq(out_slot * rows + (position >> column_bits))
             with m.If(free):
-                column_bits = (link_bytes - 1).bit_length()
-                m.d.comb += read.addr.eq(out_slot * rows + (position >> column_bits))
                 byte = read.data.word_select((~position[:column_bits])[:column_bits], 8)
                 final = position + 1 == end
                 m.d.sync += [self.o.valid.eq(1), self.o.payload.data.eq(byte),
@@ -1570,7 +1572,10 @@ class _RxStream(wiring.Component):
         m.submodules.flits = flits = Memory(shape=unsigned(p.row_bits), depth=2 * rows,
                                             init=[])
         write = flits.write_port()
-        read = flits.read_port()          # registered; raw flits read bytes from words
+        # Read without a register: only the 16-bit word a read wants is registered (a
+        # 512-bit registered read made the read enable a fan-out of a row's bits: it was
+        # the 16-stream receiver's critical path).
+        read = flits.read_port(domain="comb")
         full = Signal(2)
         spoilt = Signal(2)                  # a slot's flit failed its CRC
         slot = Signal()                     # the slot being written
@@ -1649,7 +1654,7 @@ class _RxStream(wiring.Component):
         raw_out = Signal(symbol_layout(1, width=p.symbol_bits, error=True))
         freed = Signal()
 
-        # One 16-bit word a cycle, read (a registered read) a cycle before it is used:
+        # One 16-bit word a cycle, read (into ``word``, a register) a cycle before it is used:
         # the decoder's next word, or the pair of bytes that holds the next raw symbol
         # (raw symbol n is flit byte 4 + n; the body starts on an even byte). The word in
         # hand keeps what it needs of its flit's header, so the slot can go at once.
@@ -1668,13 +1673,9 @@ class _RxStream(wiring.Component):
         held_last = Signal()                     # ... of a flit that ends a frame
         held_bits = Signal(5)                    # a coded flit's last word's bits
         held_select = Signal(column_bits)        # the byte it starts at, in the row
-        word = Signal(16)
+        word = Signal(16)                        # the word read, from ``read_byte``
         byte = Signal(8)
-        m.d.comb += [
-            # Byte c of a row is its (link_bytes - 1 - c)-th from the bottom: ~c.
-            word.eq(read.data.word_select((~held_select)[1:], 16)),
-            byte.eq(Mux(held_select[0], word[:8], word[8:])),
-        ]
+        m.d.comb += byte.eq(Mux(held_select[0], word[:8], word[8:]))
 
         with m.If(raw_out_valid & self.o.ready):
             m.d.sync += raw_out_valid.eq(0)
@@ -1711,11 +1712,14 @@ class _RxStream(wiring.Component):
                 m, decoder, h_count=h_count, h_bits=h_bits, word=word, byte=byte,
                 select=held_select, read_byte=read_byte, freed=freed,
                 changed=freed | (self.write & (self.write_row == 0)))
-            m.d.comb += read.en.eq(advance | coded_reading)
+            read_en = advance | coded_reading
         else:
             coded_reading = coded_start = Const(0, 1)
             malformed, settled = Const(0, 1), Const(1, 1)
-            m.d.comb += read.en.eq(advance)
+            read_en = advance
+        with m.If(read_en):
+            # Byte c of a row is its (link_bytes - 1 - c)-th from the bottom: ~c.
+            m.d.sync += word.eq(read.data.word_select((~read_byte[:column_bits])[1:], 16))
         with m.If(advance):
             m.d.sync += held.eq(0)
 
@@ -2194,7 +2198,13 @@ class LinkRx(_LinkBlock):
         m.submodules.tables = tables = _RxTables(p)
         load_active = Signal()              # an image is loading (its start to its end)
         image, writes, end_beat = _sliced_loader(m, p.codec, "decoder")
-        wiring.connect(m, tables.o, image)
+        # The image's bytes pass one register slice more on their way to the loader's,
+        # so the table unit's byte stage waits on a flip-flop of its own slice, not on
+        # the loader's (placed wherever the loader is): a path from the loader's slice
+        # through ``free`` into the byte stage was the 16-stream receiver's critical one.
+        m.submodules.image_hop = image_hop = RegisterSlice(image_byte_layout)
+        wiring.connect(m, tables.o, image_hop.i)
+        wiring.connect(m, image_hop.o, image)
         m.d.comb += tables.loading.eq(load_active)
         bank_valid = Signal(2, init=0b11, reset_less=True)   # both hold the elaboration
         # Every stream clear (off the bank to load) and every stream ready for a write,
