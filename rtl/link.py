@@ -1660,8 +1660,15 @@ class _RxStream(wiring.Component):
         # hand keeps what it needs of its flit's header, so the slot can go at once.
         column_bits = (link_bytes - 1).bit_length()
         read_byte = Signal.like(word_byte)        # the flit byte read
+        # The read's slot is a flip-flop of its own, beside the buffer: ``out_slot`` goes
+        # to much of the stream, and its route to the read address was the start of the
+        # 16-stream receiver's critical path (to ``word`` through the read). (It is
+        # ``out_slot`` in every cycle, but made as ``out_slot ^ freed`` rather than as a
+        # copy, which synthesis would merge back into ``out_slot``.)
+        read_slot = Signal()
+        m.d.sync += read_slot.eq(out_slot ^ freed)
         m.d.comb += [read_byte.eq(word_byte),
-                     read.addr.eq(out_slot * rows + (read_byte >> column_bits))]
+                     read.addr.eq(read_slot * rows + (read_byte >> column_bits))]
         words = Mux(h_bits == 0, 1, (h_bits + 15) >> 4)
         # A coded flit's last word's bits: the bits past the last whole 16, or 16.
         tail_bits = Mux(h_bits[:4] == 0, Mux(h_bits == 0, 0, 16), h_bits[:4])
@@ -1829,13 +1836,13 @@ class _RxStream(wiring.Component):
             # (LinkRx offers writes only once every stream is clear and ready, and from
             # then until the load ends a decoder's ``ready`` only rises: no stream can
             # start a switch while the bank it would need is being loaded).
-            # The register takes a write only while this stream is clear, as it always is
-            # while writes are offered: so its 16 copies differ, and synthesis no longer
+            # The registers take a write only while this stream is clear, as it always is
+            # while writes are offered: so their 16 copies differ, and synthesis no longer
             # merges them into one that drives every decoder across the die (at seed 1
             # that merged register was the 16-stream receiver's critical path).
             table_write = Signal.like(self.table.payload)
             table_valid = Signal()
-            m.d.sync += table_valid.eq(self.table.valid)
+            m.d.sync += table_valid.eq(self.table.valid & self.clear)
             with m.If(self.clear):
                 m.d.sync += table_write.eq(self.table.payload)
             with m.If(switching):
