@@ -34,7 +34,10 @@ symbol a cycle, a coded one is fed to the codec's decoder a word a cycle, and th
 stream's output takes the two in flit order. A frame's end (``last``) comes from the
 header of its last flit. A flit whose decoder frame ends in an error, or whose symbols
 are not as many as its header says, ends with the error beat (``error = 1, last =
-1``); flits that name a stream the link does not have are dropped. Each word's CRC parts
+1``); flits that name a stream the link does not have are dropped. (Not refused: a raw
+flit whose count, or a QLC or Huffman flit whose bits, claim more than its body, with a
+good CRC, so a sender's fault and not the channel's: its stream reads on past the body,
+where the golden reader refuses the flit.) Each word's CRC parts
 are computed as it arrives, and a flit whose CRC field does not hold its halves' CRCs
 gives the error beat instead of any of its symbols (to the stream its header names; a
 table flit's image is cut short, so refused), whatever else it says. Without more, a
@@ -1675,8 +1678,9 @@ class _RxStream(wiring.Component):
         # copy, which synthesis would merge back into ``out_slot``.)
         read_slot = Signal()
         m.d.sync += read_slot.eq(out_slot ^ freed)
-        # (The address is the slot and the row's bits alone: no carry from a read past
-        # the flit's end, whose word is never used.)
+        # (The address is the slot and the row's bits alone, no carry: a read past the
+        # flit's end, which only a flit whose header claims more than its body makes (see
+        # the module's docstring), reads its own slot's first rows.)
         row_bits = (rows - 1).bit_length()
         m.d.comb += [read_byte.eq(word_byte),
                      read.addr.eq(Cat(read_byte[column_bits:][:row_bits], read_slot))]
