@@ -366,6 +366,18 @@ def _byte_of_row(row, column, link_bytes):
     return row.word_select(link_bytes - 1 - column, 8)
 
 
+def _word_of_row(row, byte):
+    """The 16 bits of ``row`` that hold its byte ``byte`` (a signal below the row's bytes,
+    a power of two): bytes ``byte & ~1`` and ``byte | 1``, the first in the top bits. Byte
+    c of a row is its (bytes - 1 - c)-th from the bottom: ~c."""
+    return row.word_select((~byte)[1:], 16)
+
+
+def _byte_of_word(word, byte):
+    """Byte ``byte`` (its lowest bit, as read by :func:`_word_of_row`) of ``word``."""
+    return Mux(byte[0], word[:8], word[8:])
+
+
 # -- the transmitter ---------------------------------------------------------------------
 
 def _flit_source(params):
@@ -1499,7 +1511,7 @@ class _RxTables(wiring.Component):
         # select behind the read, not 64-to-1: the byte's path from ``position`` through
         # the read was the 16-stream receiver's critical path) and which half it is.
         out_word, out_low, out_last, out_abort = Signal(16), Signal(), Signal(), Signal()
-        m.d.comb += [self.o.payload.data.eq(Mux(out_low, out_word[:8], out_word[8:])),
+        m.d.comb += [self.o.payload.data.eq(_byte_of_word(out_word, out_low)),
                      self.o.payload.last.eq(out_last), self.o.payload.abort.eq(out_abort)]
 
         def abort():
@@ -1510,11 +1522,8 @@ class _RxTables(wiring.Component):
                  & (h_bits <= p.fmt.body_bits))
         follows = (h_bank == self.bank) & (h_count == fed)
         with m.If(busy):
-            # (The byte is read whether or not it can go: the read does not wait on
-            # ``free``, which comes from the register slice beyond.)
             with m.If(free):
-                # Byte c of a row is its (link_bytes - 1 - c)-th from the bottom: ~c.
-                word = read.data.word_select((~position[:column_bits])[1:], 16)
+                word = _word_of_row(read.data, position[:column_bits])
                 final = position + 1 == end
                 m.d.sync += [self.o.valid.eq(1), out_word.eq(word),
                              out_low.eq(position[0]), out_last.eq(piece_last & final),
@@ -1665,7 +1674,7 @@ class _RxStream(wiring.Component):
         raw_out = Signal(symbol_layout(1, width=p.symbol_bits, error=True))
         freed = Signal()
 
-        # One 16-bit word a cycle, read (into ``word``, a register) a cycle before it is used:
+        # One 16-bit word a cycle, read into ``word`` (a register) a cycle before its use:
         # the decoder's next word, or the pair of bytes that holds the next raw symbol
         # (raw symbol n is flit byte 4 + n; the body starts on an even byte). The word in
         # hand keeps what it needs of its flit's header, so the slot can go at once.
@@ -1697,7 +1706,7 @@ class _RxStream(wiring.Component):
         held_select = Signal(column_bits)        # the byte it starts at, in the row
         word = Signal(16)                        # the word read, from ``read_byte``
         byte = Signal(8)
-        m.d.comb += byte.eq(Mux(held_select[0], word[:8], word[8:]))
+        m.d.comb += byte.eq(_byte_of_word(word, held_select))
 
         with m.If(raw_out_valid & self.o.ready):
             m.d.sync += raw_out_valid.eq(0)
@@ -1740,8 +1749,7 @@ class _RxStream(wiring.Component):
             malformed, settled = Const(0, 1), Const(1, 1)
             read_en = advance
         with m.If(read_en):
-            # Byte c of a row is its (link_bytes - 1 - c)-th from the bottom: ~c.
-            m.d.sync += word.eq(read.data.word_select((~read_byte[:column_bits])[1:], 16))
+            m.d.sync += word.eq(_word_of_row(read.data, read_byte[:column_bits]))
         with m.If(advance):
             m.d.sync += held.eq(0)
 
