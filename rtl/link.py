@@ -1629,23 +1629,21 @@ class _RxStream(wiring.Component):
         last_row = self.write & (self.write_row == rows - 1)
         with m.If(last_row):
             m.d.sync += slot.eq(~slot)
-        # Whether a flit's header claims more than its flit holds (golden FlitReader:
-        # ``bits``): a raw flit whose count is past the body or whose bits are not its
-        # count's, or a QLC or Huffman flit whose bits are past the body (a bf16 one is
-        # judged as it is read). Such a flit, a sender's fault with a good CRC, gives the
-        # error beat as a refused flit does. It is judged as its header is written (kept a
-        # slot, ``unfits``) and counted at its last row, so nothing is added to the
-        # decision that starts a flit.
-        def claims_more(header):
-            raw, count, bits = header[30:32] == 0, header[11:23], header[0:11]
-            return Mux(raw, (count > p.fmt.raw_symbols)
-                       | (bits != count * (8 * p.fmt.symbol_bytes)),
-                       (bits > p.fmt.body_bits) if p.codec != "exponent" else 0)
-        unfits = Signal(2)
-        with m.If(self.write & (self.write_row == 0)):
-            m.d.sync += unfits.bit_select(slot, 1).eq(claims_more(top))
-        # (A one-row flit's header is in this very write.)
-        unfit = claims_more(top) if rows == 1 else unfits.bit_select(slot, 1)
+        # The header of the flit being written, at its last row (a one-row flit's is in
+        # this very write), and whether it claims more than its flit holds (golden
+        # FlitReader: ``bits``): a raw flit whose count is past the body or whose bits are
+        # not its count's, or a QLC or Huffman flit whose bits are past the body (a bf16
+        # one is judged as it is read). Such a flit, a sender's fault with a good CRC,
+        # gives the error beat as a refused flit does, judged here so that nothing is
+        # added to the decision that starts a flit.
+        written = top if rows == 1 else Mux(slot, headers[1], headers[0])
+        w_raw, w_count, w_bits = written[30:32] == 0, written[11:23], written[0:11]
+        unfit = Signal()
+        m.d.comb += unfit.eq(Mux(w_raw,
+                                 (w_count > p.fmt.raw_symbols)
+                                 | (w_bits != w_count * (8 * p.fmt.symbol_bytes)),
+                                 (w_bits > p.fmt.body_bits) if p.codec != "exponent"
+                                 else 0))
 
         # Stream numbers (golden StreamCheck): each flit is judged as its last row is
         # written, in this stream's flit order. A flit that fails its CRC, or whose
@@ -1667,7 +1665,7 @@ class _RxStream(wiring.Component):
             m.d.comb += [frames.eq(got_frame - want_frame), places.eq(got_place - want_place)]
             behind = (frames > STREAM_AHEAD) | ((frames == 0) & (places > STREAM_AHEAD))
             skip = ~self.write_good | behind
-            ends_frame = (top if rows == 1 else Mux(slot, headers[1], headers[0]))[27]
+            ends_frame = written[27]
             refuses = Signal(2)             # a slot's flit claims more than it holds
             with m.If(last_row):
                 m.d.sync += [skips.bit_select(slot, 1).eq(skip),
