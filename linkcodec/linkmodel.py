@@ -184,7 +184,7 @@ LINK_HARDWARE = {
     # 16 streams of 1-lane QLC with tables in band and the CRC (`linkcodec report link-tx
     # link-rx --codec qlc --streams 16`, seed 1, both placed with their floorplan): LinkTx
     # 100.5 MHz on 41,849 LUTs (2d9a44a), LinkRx 97.88 MHz on 44,911 LUTs (9e36cb7; its
-    # seeds 2-3 91.33 and 97.88); 15.714 symbols a cycle over the 16 streams and LATENCY
+    # seeds 2-3 91.33 and 97.88); 15.714 symbols a cycle over the 16 streams and 1,003
     # cycles at most, as its simulation (`link_throughput`) measured them.
     ("qlc", 1, 256): LinkHardware(
         streams=16, symbols_per_cycle=0.9821, latency_cycles=1003, fmax_mhz=97.9,
