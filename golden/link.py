@@ -46,7 +46,7 @@ frames back, exactly, and raises :class:`FlitError` (naming the flit, the field 
 for a bad code, the body bit) for a flit that no writer makes.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -82,6 +82,7 @@ __all__ = [
     "frames_from_flits",
     "link_stats",
     "numbered",
+    "reheadered",
     "seal",
     "stream_number",
     "table_from_image",
@@ -499,6 +500,14 @@ def numbered(fmt, flit, sequence):
     if sequence < 0:
         raise ValueError(f"a sequence number is 0 or more, not {sequence}")
     return seal(flit[:offset] + bytes([sequence & 0xFF]) + flit[offset + 1:])
+
+
+def reheadered(flit, **fields):
+    """``flit`` with its header's ``fields`` (:class:`FlitHeader`'s) changed, every other
+    byte as it was (a sequence number too), and sealed again (:func:`seal`): a flit that
+    claims what a test wants, with a good CRC."""
+    header = replace(FlitHeader.unpack(flit), **fields)
+    return seal(header.pack() + bytes(flit)[HEADER_BYTES:])
 
 
 def flit_sequence(fmt, flit):

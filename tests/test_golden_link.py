@@ -19,6 +19,7 @@ from linkcodec.golden.link import (
     flits_from_frames,
     frames_from_flits,
     link_stats,
+    reheadered,
     seal,
     table_from_image,
     table_image,
@@ -230,11 +231,19 @@ def _flits():
     return fmt, flits_from_frames(fmt, [frame], QlcCode.base())
 
 
-def _with(flit, **fields):
-    """``flit`` with other header fields, sealed again (its CRC right)."""
-    header = FlitHeader.unpack(flit)
-    values = {**header.__dict__, **fields}
-    return seal(FlitHeader(**values).pack() + flit[HEADER_BYTES:])
+def test_reheadered_changes_the_header_alone_and_seals():
+    """The fields asked for change, every other header field and byte stays (a stream
+    number too), and the CRC field is the new flit's."""
+    fmt = LinkFormat("qlc", streams=2, flit_bytes=64, sequence="stream")
+    flit = FlitWriter(fmt).frame(np.arange(5, dtype=np.uint8), 1)[0]
+    changed = reheadered(flit, count=7, last=False)
+    header = FlitHeader.unpack(changed)
+    assert (header.count, header.last) == (7, False)
+    assert header == FlitHeader(**{**FlitHeader.unpack(flit).__dict__, "count": 7,
+                                   "last": False})
+    end = fmt.flit_bytes - fmt.crc_bytes
+    assert changed[HEADER_BYTES:end] == flit[HEADER_BYTES:end]      # number included
+    assert changed == seal(changed) and changed[end:] != flit[end:]
 
 
 def _bits_of(flit):
@@ -249,17 +258,17 @@ def _count_of(flit):
 BAD_FLITS = [
     (0, lambda f: f[:-1], "size"),
     (1, lambda f: f[:-1] + b"\x01", "crc"),
-    (1, lambda f: _with(f, bits=1985), "bits"),
-    (1, lambda f: _with(f, bits=_bits_of(f) - 1), "pad"),
-    (1, lambda f: _with(f, stream=2), "stream"),
-    (1, lambda f: _with(f, codec=2), "codec"),
-    (1, lambda f: _with(f, bank=1), "bank"),
-    (1, lambda f: _with(f, count=_count_of(f) + 1), "count"),
-    (1, lambda f: _with(f, count=_count_of(f) - 1), "count"),
-    (0, lambda f: _with(f, count=1), "count"),
-    (0, lambda f: _with(f, codec=2), "codec"),
-    (0, lambda f: _with(f, bits=8 * 113), "table"),
-    (0, lambda f: _with(f, bits=8 * 112 + 4), "bits"),
+    (1, lambda f: reheadered(f, bits=1985), "bits"),
+    (1, lambda f: reheadered(f, bits=_bits_of(f) - 1), "pad"),
+    (1, lambda f: reheadered(f, stream=2), "stream"),
+    (1, lambda f: reheadered(f, codec=2), "codec"),
+    (1, lambda f: reheadered(f, bank=1), "bank"),
+    (1, lambda f: reheadered(f, count=_count_of(f) + 1), "count"),
+    (1, lambda f: reheadered(f, count=_count_of(f) - 1), "count"),
+    (0, lambda f: reheadered(f, count=1), "count"),
+    (0, lambda f: reheadered(f, codec=2), "codec"),
+    (0, lambda f: reheadered(f, bits=8 * 113), "table"),
+    (0, lambda f: reheadered(f, bits=8 * 112 + 4), "bits"),
 ]
 
 
@@ -284,7 +293,7 @@ def test_bits_at_the_body_boundary():
     assert FlitHeader.unpack(data[0]).bits == fmt.body_bits
     _same([frame], frames_from_flits(fmt, flits + data))
     with pytest.raises(FlitError) as error:
-        frames_from_flits(fmt, flits + [_with(data[0], bits=fmt.body_bits + 1)])
+        frames_from_flits(fmt, flits + [reheadered(data[0], bits=fmt.body_bits + 1)])
     assert error.value.field == "bits"
 
 
@@ -315,7 +324,7 @@ def test_raw_flit_with_wrong_bits_and_a_bad_table_image():
     frame = np.arange(10, dtype=np.uint16)
     flits = flits_from_frames(fmt, [frame])
     with pytest.raises(FlitError, match="raw") as error:
-        frames_from_flits(fmt, [_with(flits[0], count=9)])
+        frames_from_flits(fmt, [reheadered(flits[0], count=9)])
     assert error.value.field == "bits"
     table = table_image("exponent", table_from_histogram(np.arange(5000, dtype=np.uint16)))
     repeated = table[:6] + table[:1]                    # an exponent twice

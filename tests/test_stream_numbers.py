@@ -13,7 +13,7 @@ from linkcodec.cli import main
 from linkcodec.golden.link import (STREAM_AHEAD, FlitError, FlitHeader, FlitReader,
                                    FlitWriter, LinkFormat, StreamCheck, Verdict, deal,
                                    flits_from_frames, frames_from_flits, numbered,
-                                   stream_number)
+                                   reheadered, stream_number)
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx
 from linkcodec.sim.beats import decoder_beats
 from linkcodec.sim.faults import (FAULT_KINDS, arrivals, crc_good, hit_beats, inject,
@@ -21,8 +21,7 @@ from linkcodec.sim.faults import (FAULT_KINDS, arrivals, crc_good, hit_beats, in
 from linkcodec.sim.harness import first_mismatch, run_beats
 from linkcodec.sim.link import link_io, run_link, words_of_flits
 
-from test_rtl_link import (BF16_FILES, FILES, claiming, generates_clean, link_frames,
-                           sample_tables)
+from test_rtl_link import BF16_FILES, FILES, generates_clean, link_frames, sample_tables
 
 
 def _frames(seed, sizes=(0, 1, 700, 2600, 300, 4000, 9000, 5)):
@@ -259,8 +258,8 @@ def test_rx_refuses_a_numbered_flit_that_claims_more_than_it_holds(seed):
     two = writer.frame(wide, 1)
     [after] = writer.frame(five, 1)
     assert [FlitHeader.unpack(flit).codec for flit in [one, *two, after]] == [0] * 4
-    sequence = [claiming(one, bits=39),
-                claiming(two[0], count=fmt.raw_symbols + 1, bits=8 * fmt.raw_symbols + 8),
+    sequence = [reheadered(one, bits=39),
+                reheadered(two[0], count=fmt.raw_symbols + 1, bits=8 * fmt.raw_symbols + 8),
                 two[1], after]
     reader = FlitReader(fmt)
     for flit in table_flits:
