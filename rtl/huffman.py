@@ -33,7 +33,7 @@ the first that starts at ``i`` after the switch write (a beat or word taken in t
 cycle as the write is before it): a decoder's frame that came in whole before the write
 keeps the bank it came in under, even while its words still wait in the decoder's queue
 (:class:`~.bitpack.WordQueue` marks the write among them). So a codebook swap
-costs no idle cycle (in the decoder, 14 at most when the switch comes just before a frame
+costs no idle cycle (in the decoder, 16 at most when the switch comes just before a frame
 boundary: see :class:`HuffmanDecoder` on its length tables). While a switch is pending
 (and, in the decoder, while frames of the bank that became idle are still in flight, or
 while the working bank's length tables are still being derived from its limits)
@@ -352,7 +352,7 @@ def config_writes(codebook, *, block, switch=True, max_length=MAX_CODE_LENGTH):
                   for symbol, entry in enumerate(_encoder_entries(codebook))]
     else:
         # The per-length entries first: the decoder derives its length tables from the
-        # limits in a sweep of 270 cycles at most, which the symbol writes then overlap.
+        # limits in a sweep of 273 cycles at most, which the symbol writes then overlap.
         symbols, entries = _decoder_tables(codebook)
         writes = [{"addr": LENGTH_BASE + length,
                    "data": length_entry_layout.const(entry).as_bits()}
@@ -850,7 +850,8 @@ class HuffmanDecoder(_HuffmanBlock):
 
     The prefix and tail tables and the tail limits are not written through ``i_config``:
     they follow the limits. A write to a bank's limits starts a *sweep* that writes that bank's
-    entries again, done 256 + 14 cycles at most after the last such write (one copy of
+    entries again, done 273 cycles at most after the last such write (2 to start, 256 +
+    14 steps, 1 to write the last entries; one copy of
     each table a position, all written at once; the bank's tail limits at every
     step). A frame of that bank waits at the queue's
     head until the sweep is done (a sweep starts the cycle after its limit write, so send
@@ -859,8 +860,9 @@ class HuffmanDecoder(_HuffmanBlock):
     working one or a switch to it is pending (``i.ready`` is then an AND of registers,
     still never ``o.ready``), and so is ``i_config.ready`` while it is the working one.
     :func:`config_writes` writes the limits first, so the sweep runs while the 256 symbol
-    writes go in: a swap whose switch takes effect at once waits 14 cycles at most, and
-    one that takes effect later waits none.
+    writes go in: a swap whose switch takes effect at once waits 16 cycles at most (at a
+    write a cycle; longer for a codebook of 16-bit values with fewer parts), and one that
+    takes effect later waits none.
 
     16-bit values (``value_bits=16, coded_bits=K``; lanes 1 and 2, one code a jump): at
     each position, besides the length, whether the escape starts there (its code and

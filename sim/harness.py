@@ -110,7 +110,7 @@ def _slices(counts, taken, cycles):
 
 def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, seed=None,
               build_root=None, name="block", settle=8, simulator="verilator",
-              before_reset=None, watch=None):
+              before_reset=None, watch=None, gates=None):
     """Build ``component`` and run it on ``inputs``, scoring against ``expected``.
 
     ``inputs`` and ``expected`` map stream port names to beats (dicts of the port's
@@ -137,6 +137,12 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
     testbench only observes them; ``watched`` in the result holds each one's transferred
     payloads, unpacked.
 
+    ``gates`` orders the stream ports against each other: ``{port: {index: (after,
+    wait)}}`` holds beat ``index`` of ``port`` (an input's beat is not offered, an
+    output's not taken) until every port of ``after`` (``{port: transfers}``, inputs
+    streamed or outputs) has made that many transfers, and ``wait`` cycles more; the
+    pause pattern applies after that. A config port loaded before the traffic has none.
+
     ``simulator`` is ``"verilator"`` or ``"icarus"``; each has its own build directory.
     An X or Z on a port that is read raises :class:`XZValueError`; a break of the
     stream rules on an output raises :class:`ProtocolError`.
@@ -152,6 +158,8 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
         if port not in out_ports:
             raise ValueError(f"{name} has no output stream port {port!r}; it has "
                              f"{', '.join(out_ports) or 'none'}")
+    gates = _check_gates(gates, [port for port in in_ports if port not in config],
+                         list(out_ports), name)
     idle, stall = check_pattern(idle), check_pattern(stall)
     if seed is None:
         seed = random.SystemRandom().randrange(1 << 31)
@@ -166,12 +174,28 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
                               in_ports=in_ports, out_ports=out_ports, inputs=inputs,
                               expected=expected, config=config, idle=idle, stall=stall,
                               seed=seed, settle=settle, early=early,
-                              early_cycles=early_cycles, watch=dict(watch or {}))
+                              early_cycles=early_cycles, watch=dict(watch or {}),
+                              gates=gates)
+
+
+def _check_gates(gates, streams, outputs, name):
+    """``gates`` (see :func:`run_beats`) as the testbench takes them: a list of
+    ``{"port", "index", "after", "wait"}``; a port that is not streamed is refused."""
+    checked = []
+    for port, beats in (gates or {}).items():
+        for index, (after, wait) in beats.items():
+            for named in [port, *after]:
+                if named not in streams and named not in outputs:
+                    raise ValueError(f"a gate names {named!r}, which {name} does not "
+                                     f"stream; it streams {', '.join(streams + outputs)}")
+            checked.append({"port": port, "index": int(index), "wait": int(wait),
+                            "after": {other: int(count) for other, count in after.items()}})
+    return checked
 
 
 def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
                    inputs, expected, config, idle, stall, seed, settle, early, early_cycles,
-                   watch):
+                   watch, gates):
     """:func:`run_beats` once the build folder is this process's alone."""
     sim = runner.build(text, name="top", build_dir=build_dir, simulator=simulator)
 
@@ -190,6 +214,7 @@ def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
         "outputs": [{"port": port, "expected": packed(port, expected.get(port, ())),
                      "stall": stall} for port in out_ports],
         "watch": list(watch),
+        "gates": gates,
     }
     if early:
         case["before_reset"] = {"cycles": int(early_cycles), "inputs": [
@@ -200,7 +225,8 @@ def _build_and_run(text, build_dir, *, name, simulator, in_ports, out_ports,
     slack = 1.0 / max(1e-3, (1 - idle_share) * (1 - stall_share))
     count = sum(len(port["beats"]) for port in case["inputs"]) + sum(
         len(port["expected"]) for port in case["outputs"])
-    case["cycle_limit"] = int(count * 4 * slack) + 2000 + idle_extra + stall_extra
+    case["cycle_limit"] = (int(count * 4 * slack) + 2000 + idle_extra + stall_extra
+                           + sum(gate["wait"] for gate in gates))
     with tempfile.TemporaryDirectory(prefix="linkcodec-") as scratch:
         case_path = Path(scratch) / "case.json"
         result_path = Path(scratch) / "result.json"

@@ -9,7 +9,8 @@ Idle cycles (driver) and backpressure (monitor) follow a *pattern* (:data:`PATTE
 :func:`pauses`) drawn from a seeded :class:`random.Random`, so a failing run replays
 from its seed: a number is the chance of a pause in each cycle (``0.3``: random), or a
 name: ``"none"``, ``"random"`` (0.3), ``"bursty"`` (runs of pauses and of go) or
-``"hold"`` (paused for the first :data:`HOLD_CYCLES` cycles, then never).
+``"hold"`` (paused for the first :data:`HOLD_CYCLES` cycles, then never). A *gate* holds a
+given beat back until other ports have made so many transfers (:meth:`StreamDriver.gate`).
 
 In a 4-state simulator (Icarus) every port also checks, each cycle, that ``valid`` and
 ``ready`` are 0 or 1, and that a transferred payload has no X or Z bit; each miss is kept
@@ -128,6 +129,28 @@ class _Port:
         #: Every X or Z seen on valid, ready or a transferred payload, as
         #: ``{"port", "cycle", "what"}``.
         self.xz_events = []
+        self._gates = {}          # beat index: (after, wait), see gate()
+        self._opened = {}         # beat index: the cycle its gate's transfers were all in
+
+    def gate(self, index, after, wait=0):
+        """Beat ``index`` (counted from 0: offered by a driver, taken by a monitor) waits
+        until every port of ``after`` (``[(port, transfers)]``) has made at least that
+        many transfers, and then ``wait`` cycles more. A test orders its ports against
+        each other with gates: a config write after a frame's words are in, an output
+        held until a write is made."""
+        self._gates[index] = (list(after), int(wait))
+
+    def _gated(self, index):
+        """Whether beat ``index`` must still wait for its gate (:meth:`gate`)."""
+        gate = self._gates.get(index)
+        if gate is None:
+            return False
+        if index not in self._opened:
+            after, _ = gate
+            if any(len(port.transfer_cycles) < transfers for port, transfers in after):
+                return True
+            self._opened[index] = self._cycle
+        return self._cycle - self._opened[index] < gate[1]
 
     def start(self):
         """Run the port from the next rising edge of its clock on (one cycle loop, a
@@ -236,7 +259,8 @@ class StreamDriver(_Port):
         # may pause (so idle cycles fall between beats, not only before the first).
         if self._offered:
             return
-        if self.sent < len(self.beats) and not next(self._pauses):
+        if (self.sent < len(self.beats) and not self._gated(self.sent)
+                and not next(self._pauses)):
             self.payload.value = self.beats[self.sent]
             self.valid.value = 1
             self._offered = True
@@ -289,7 +313,7 @@ class StreamMonitor(_Port):
             self.ready.value = 0
 
     def _drive(self):
-        self.ready.value = int(not next(self._pauses))
+        self.ready.value = int(not self._gated(len(self.beats)) and not next(self._pauses))
 
     def _broke(self, cycle, rule, detail=""):
         what = PROTOCOL_RULES[rule] + (f": {detail}" if detail else "")

@@ -6,7 +6,9 @@ beats and idle probability, every output stream port with the packed beats the g
 model expects and its stall probability, and the seed. The testbench loads the config
 ports one after another, streams every input with random idle cycles, takes every output
 with random backpressure, compares each output in order against its expectation (the
-scoreboard), and writes what it saw to ``LINKCODEC_RESULT``. Every output is also
+scoreboard), and writes what it saw to ``LINKCODEC_RESULT``. A port's beat may wait for a
+*gate* (``gates`` in the case: other ports' transfers, then a number of cycles;
+:meth:`~linkcodec.sim.stream.StreamDriver.gate`). Every output is also
 checked against the stream rules (:class:`~linkcodec.sim.stream.StreamMonitor`:
 ``protocol_events`` in the result). With ``before_reset`` in the case, other inputs
 stream first and the block is reset in mid-stream (:meth:`TB.run_then_reset`); only what
@@ -52,6 +54,11 @@ class TB:
                         for port in case["config"]]
         self.watchers = {name: StreamWatcher(dut, name, dut.clk)
                          for name in case.get("watch", ())}
+        ports = {**self.sources, **self.sinks}
+        for gate in case.get("gates", ()):
+            ports[gate["port"]].gate(gate["index"], [(ports[name], transfers) for name,
+                                                     transfers in gate["after"].items()],
+                                     gate["wait"])
         self.dropped, self.early_taken = {}, {}
 
     async def reset(self):
@@ -120,7 +127,10 @@ class TB:
 async def run_case(dut):
     with open(os.environ["LINKCODEC_CASE"]) as file:
         case = json.load(file)
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    # The first rising edge at 5 ns, once the drivers' valid and rst are set: a clock that
+    # starts high has an edge at time 0 that a 4-state simulator may take with every input
+    # still X, and a reset-less table register would keep the X it latched.
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start(start_high=False))
     tb = TB(dut, case)
     await tb.reset()
     await tb.load_config()
