@@ -369,14 +369,14 @@ def test_the_protocol_monitor_catches_a_planted_bug_in_a_real_block(seed):
 def test_verilog_text_converts_a_component_once(monkeypatch):
     """A component run several times is converted once per top name; another object of
     the same block is converted again."""
-    from amaranth.back import verilog
+    from amaranth.back import rtlil
 
     from linkcodec.rtl.qlc import QlcDecoder
     from linkcodec.sim import runner
 
     calls = []
-    convert = verilog.convert
-    monkeypatch.setattr(verilog, "convert",
+    convert = rtlil.convert
+    monkeypatch.setattr(rtlil, "convert",
                         lambda *args, **kwargs: calls.append(1) or convert(*args, **kwargs))
     block = QlcDecoder(lanes=1)
     first = runner.verilog_text(block, name="top")

@@ -1,6 +1,7 @@
-"""Every block under Icarus Verilog, a 4-state event-driven simulator like the ones users
-run our Verilog in: the same harness and testbench as under Verilator, bit-exact against
-the golden model, with no X or Z on any valid, ready or transferred payload.
+"""Every block and the link under Icarus Verilog, a 4-state event-driven simulator like the
+ones users run our Verilog in: the same harness and testbench as under Verilator,
+bit-exact against the golden model, with no X or Z on any valid, ready or transferred
+payload.
 
 Icarus is not on PyPI: ``.ci/run`` installs it, and these tests skip, saying so, where
 ``iverilog`` is missing. Random idle and backpressure are on; the seed is printed
@@ -10,15 +11,17 @@ each case runs on its own xdist worker group, so no build is shared with another
 
 import shutil
 
+import numpy as np
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from linkcodec.hardware import sample_frames
+from linkcodec.hardware import hardware_file, sample_frames
 from linkcodec.sim.blocks import BLOCKS
 from linkcodec.sim.contract import contract_frames
 from linkcodec.sim.harness import XZValueError, first_mismatch, run_beats, run_frames
+from linkcodec.sim.link import run_link
 
 pytestmark = pytest.mark.skipif(
     shutil.which("iverilog") is None,
@@ -114,3 +117,30 @@ def test_block_under_icarus_with_no_config_write(name, seed):
                         runtime_config=False, idle="bursty", stall="bursty", seed=seed,
                         simulator="icarus")
     assert result["bit_exact"], f"seed {seed}: {first_mismatch(result)}"
+
+
+# The link's shapes as tests/test_rtl_link.py runs them under Verilator: flits of 256, 64
+# and 128 bytes, link words of 64, 16 and 32.
+@pytest.mark.parametrize(("codec", "flit_bytes", "link_bytes"), [
+    pytest.param(codec, flit_bytes, link_bytes,
+                 marks=pytest.mark.xdist_group(f"icarus-link-{codec}"), id=codec)
+    for codec, flit_bytes, link_bytes in [("qlc", 256, 64), ("huffman", 64, 16),
+                                          ("exponent", 128, 32)]])
+def test_link_under_icarus(codec, flit_bytes, link_bytes, seed):
+    """``LinkTx`` driving ``LinkRx``, 2 streams, with random idle cycles, backpressure and
+    a pausing channel: every stream bit-exact, ``LinkTx``'s flits the golden writer's
+    byte for byte, no X or Z on a valid, a ready or a transferred payload of the pair's
+    ports (:class:`XZValueError`) nor in a flit crossing the channel (the testbench fails
+    on reading it). A few hundred symbols a stream, in coded and raw flits: Icarus is
+    slow."""
+    tensor = np.load(hardware_file(f"{codec}-encoder")).reshape(-1)
+    rng = np.random.default_rng(seed)
+    noise = (rng.integers(0, 1 << 16, 150, dtype=np.uint16) if codec == "exponent"
+             else rng.integers(0, 256, 150, dtype=np.uint8))
+    frames = [tensor[:250], tensor[250:500], noise, tensor[500:650]]
+    result = run_link(frames, codec=codec, streams=2, flit_bytes=flit_bytes,
+                      link_bytes=link_bytes, idle="random", stall="random", seed=seed,
+                      simulator="icarus")
+    assert result["bit_exact"], f"seed {seed}: {result.get('mismatch')}"
+    assert result["tx_bit_exact"], f"seed {seed}"
+    assert result["flits"] > result["raw_flits"] > 0
