@@ -5,7 +5,8 @@ client must do with error and placeholder beats.
 
 :class:`AxiStreamWrapper` takes a block built with the payload layouts of
 :mod:`linkcodec.rtl.payload` and gives it the port names an AXI4-Stream system expects.
-Nothing is registered: the wrapper adds wires and a few gates, no latency.
+Stream ports are not registered: the wrapper adds wires and a few gates, no latency; a
+value port (below) adds one register, which holds its value, and no latency.
 
 Clock and reset: ``aclk``, and ``aresetn``, active low and synchronous (the block's
 ``rst`` is ``~aresetn``).
@@ -40,6 +41,25 @@ AXI4-Stream infrastructure may drop:
   ``tuser`` says that none of its bits count); on an input ``tkeep`` is ignored
   (``tuser`` says it exactly).
 
+Value ports: a plain port of the block (not a stream: a value every cycle, such as the
+link's return channel, ``LinkRx``'s ``o_ack`` to ``LinkTx``'s ``i_ack``) becomes an
+AXI4-Stream port under the same names, ``m_axis_<name>_*`` for ``o_<name>``,
+``s_axis_<name>_*`` for ``i_<name>``, with ``tvalid``, ``tready``, ``tdata``, ``tkeep`` and
+``tlast``. ``tdata`` is the value (its layout's first field in the low bits) with 0 above
+it up to a whole byte. Each transfer is the value of that cycle, a frame of its own: a
+later value replaces an earlier one, so a value may be taken late or skipped, never
+needed twice.
+
+- An output: ``tvalid`` is a register, low in reset and high from the cycle after it;
+  ``tdata`` is the block's value of the cycle, except that a value offered while
+  ``tready`` was low is held until it is taken (the AXI rule) and the newest follows.
+  ``tkeep`` is all high and ``tlast`` always high. A register of the value's width and
+  a flag hold it; with ``tready`` high there is no latency.
+- An input: ``tready`` is always high; the block sees ``tdata`` on a cycle with
+  ``tvalid`` high and, on other cycles, the last value taken (a register; reset makes it
+  0, the reset value of the link's return channel). ``tkeep``, ``tlast`` and ``tdata``'s
+  bits above the value are ignored.
+
 Config port: ``i_config`` becomes a write port with a ready, ``cfg_we``, ``cfg_addr``,
 ``cfg_data`` and ``cfg_ready``: a write happens on a cycle with ``cfg_we`` and
 ``cfg_ready`` both high (``cfg_data`` goes to ``cfg_addr``). A write that meets
@@ -49,7 +69,8 @@ switch is pending (see :mod:`linkcodec.rtl.qlc`, :mod:`linkcodec.rtl.huffman` an
 :mod:`linkcodec.rtl.exponent`).
 """
 
-from amaranth.hdl import Cat, ClockDomain, Const, DomainRenamer, Module, Shape
+from amaranth.hdl import (Cat, ClockDomain, Const, DomainRenamer, Module, Mux, Shape, Signal,
+                          Value)
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -90,7 +111,8 @@ class AxiStreamWrapper(wiring.Component):
     ``docs/axi.md``).
 
     ``config_ports`` names the block's config ports (at most one) that become the
-    ``cfg_*`` write port.
+    ``cfg_*`` write port. Every other port is a stream port or, if it is a plain port (a
+    value every cycle), a value port.
     """
 
     def __init__(self, block, *, config_ports=()):
@@ -99,12 +121,23 @@ class AxiStreamWrapper(wiring.Component):
         self._block = block
         self._config = tuple(config_ports)
         self._streams = []            # (name, prefix, layout, is_output)
+        self._values = []             # (name, prefix, shape, is_output)
         members = {"aclk": In(1), "aresetn": In(1)}
         for name, member in block.signature.members.items():
-            if member.is_port or not isinstance(member.signature, stream.Signature):
+            output = member.flow == Out
+            if member.is_port:
+                prefix = axi_port_prefix(name, output=output)
+                width = -(-Shape.cast(member.shape).width // 8) * 8
+                direction, back = (Out, In) if output else (In, Out)
+                members.update({
+                    f"{prefix}tvalid": direction(1), f"{prefix}tready": back(1),
+                    f"{prefix}tdata": direction(width),
+                    f"{prefix}tkeep": direction(width // 8), f"{prefix}tlast": direction(1)})
+                self._values.append((name, prefix, member.shape, output))
+                continue
+            if not isinstance(member.signature, stream.Signature):
                 continue
             layout = member.signature.members["payload"].shape
-            output = member.flow == Out
             if name in self._config:
                 members.update({"cfg_we": In(1), "cfg_addr": In(layout["addr"].width),
                                 "cfg_data": In(layout["data"].width), "cfg_ready": Out(1)})
@@ -128,6 +161,12 @@ class AxiStreamWrapper(wiring.Component):
         """``(block_port, prefix, layout, is_output)`` of every stream port mapped, in the
         block's signature order (the config port is not among them)."""
         return list(self._streams)
+
+    @property
+    def values(self):
+        """``(block_port, prefix, shape, is_output)`` of every value port (a plain port of
+        the block, a value every cycle) mapped, in the block's signature order."""
+        return list(self._values)
 
     def elaborate(self, platform):
         m = Module()
@@ -160,7 +199,34 @@ class AxiStreamWrapper(wiring.Component):
                 self._symbols(m, payload, layout, axi, output)
             else:
                 self._word(m, payload, layout, axi, output)
+
+        for name, prefix, _, output in self._values:
+            axi = {signal: getattr(self, prefix + signal)
+                   for signal in ("tvalid", "tready", "tdata", "tkeep", "tlast")}
+            self._value(m, Value.cast(getattr(block, name)), axi, output,
+                        name=prefix.removeprefix("m_axis_").removeprefix("s_axis_"))
         return m
+
+    @staticmethod
+    def _value(m, value, axi, output, *, name):
+        """A value every cycle as an AXI4-Stream port: see the module's docstring."""
+        if output:
+            # The value offered while tready was low is held until taken, as AXI asks;
+            # otherwise the value of the cycle goes out, with no latency.
+            started = Signal(name=f"{name}started")
+            holding = Signal(name=f"{name}holding")
+            held = Signal(len(axi["tdata"]), name=f"{name}held")
+            m.d.axi += [started.eq(1), holding.eq(axi["tvalid"] & ~axi["tready"]),
+                        held.eq(axi["tdata"])]
+            m.d.comb += [axi["tvalid"].eq(started),
+                         axi["tdata"].eq(Mux(holding, held, value)),
+                         axi["tkeep"].eq(Const(-1, len(axi["tkeep"]))), axi["tlast"].eq(1)]
+        else:
+            # The block sees a value every cycle: the one taken, else the last one.
+            last = Signal(len(value), name=f"{name}last")
+            m.d.axi += last.eq(value)
+            m.d.comb += [axi["tready"].eq(1),
+                         value.eq(Mux(axi["tvalid"], axi["tdata"][:len(value)], last))]
 
     @staticmethod
     def _user(payload, layout):

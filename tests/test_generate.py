@@ -70,6 +70,34 @@ def test_axi_names_clock_and_reset(tmp_path):
                    for line in text.splitlines()), port
 
 
+@pytest.mark.parametrize("kind", ["link-tx", "link-rx"])
+def test_link_with_retry_under_axi_names_lints_clean(kind, tmp_path, capsys):
+    """``generate link-tx|link-rx --retry-depth D --axi-stream``: the return channel is a
+    pair of AXI4-Stream value ports (``docs/axi.md``, "The link's blocks"), ``m_axis_ack``
+    out of ``LinkRx`` and ``s_axis_ack`` into ``LinkTx``, ``tdata`` 16 bits (``next``,
+    ``naks``); the Verilog lints clean."""
+    assert main(["generate", kind, "--retry-depth", "16", "--axi-stream", "--streams", "2",
+                 "--flit-bytes", "64", "--link-bytes", "32", "-o", str(tmp_path)]) == 0
+    module = f"linkcodec_{kind.replace('-', '_')}_qlc_s2_l1_f64_w32_r16_axis"
+    verilog, waivers = tmp_path / f"{module}.v", tmp_path / f"{module}.vlt"
+    assert capsys.readouterr().out.split() == [str(verilog), str(waivers)]
+    result = lint([waivers, verilog])
+    assert result.returncode == 0 and not result.stderr, result.stderr[:2000]
+    text = verilog.read_text()
+    source, sink = ("input", "output") if kind == "link-tx" else ("output", "input")
+    prefix = "s_axis_ack" if kind == "link-tx" else "m_axis_ack"
+    for port in [f"{source} {prefix}_tvalid", f"{sink} {prefix}_tready",
+                 f"{source} [15:0] {prefix}_tdata", f"{source} [1:0] {prefix}_tkeep",
+                 f"{source} {prefix}_tlast"]:
+        direction, *width, name = port.split()
+        assert any(line.split() == [direction, *width, name + ";"]
+                   for line in text.splitlines()), port
+    # The plain return-channel port (i_ack, o_ack) is the wrapped block's, not the module's.
+    top = text.split("endmodule")[0].splitlines()
+    assert not any(line.split()[-1:] in (["i_ack;"], ["o_ack;"]) and line.split()[0] in
+                   ("input", "output") for line in top)
+
+
 @pytest.mark.parametrize("block", list(BLOCKS))
 def test_lanes_default_to_the_blocks_fewest(block, tmp_path, capsys):
     """Without ``--lanes`` every block is generated at its fewest lanes (as ``linkcodec

@@ -364,7 +364,6 @@ def test_generate_with_retry_lints_clean(kind, tmp_path, capsys):
     port = "input [9:0] i_ack;" if kind == "link-tx" else "output [9:0] o_ack;"
     assert port in (tmp_path / f"{module}.v").read_text()
     for argv, message in (
-            (["--retry-depth", "16", "--axi-stream"], "the return channel .* is a plain"),
             (["--ack-latency", "9"], "--ack-latency goes with --retry-depth FLITS"),
             (["--retry-depth", "3"], "retry_depth must be 0 .no retry. or one of")):
         assert main(["generate", kind, *argv, "-o", str(tmp_path)]) == 2, argv
