@@ -21,7 +21,10 @@ number its flits stream by stream instead (``sequence="stream"``): the same byte
 the flit's frame on its stream and its place in that frame, each modulo 16
 (:func:`stream_number`), which the writer fills; a receiver (:class:`StreamCheck`) then
 tells a lost flit, a lost frame end and a repeated flit apart without asking for
-anything again, and reports the lost symbols where they were.
+anything again, and reports the lost symbols where they were. A stream's last flits,
+lost, are told by a *status flit* (:meth:`FlitWriter.status`): a raw flit of no symbols
+that does not end a frame, numbered as the stream's next flit will be, which a sender
+puts on the link while the stream is idle; it carries nothing and moves no number on.
 
 - **Data flits.** A frame is cut into flits at symbol boundaries; each flit's symbols are
   coded on their own (a flit is one frame for the codec), so a flit decodes without any
@@ -80,6 +83,7 @@ __all__ = [
     "flit_sequence",
     "flits_from_frames",
     "frames_from_flits",
+    "is_status",
     "link_stats",
     "numbered",
     "reheadered",
@@ -527,6 +531,13 @@ def stream_number(frame, place):
     return (frame & mask) << STREAM_NUMBER_BITS | (place & mask)
 
 
+def is_status(header):
+    """Whether ``header`` (a :class:`FlitHeader`) is a status flit's: a raw data flit of
+    no symbols that does not end a frame (no writer's data flit is one: a frame's flits
+    carry a symbol each at least, and an empty frame's one flit ends it)."""
+    return not header.table and header.codec == 0 and header.count == 0 and not header.last
+
+
 class Verdict(NamedTuple):
     """What a receiver of a link numbered stream by stream does with a good data flit
     (:meth:`StreamCheck.take`): ``skip`` it (a flit repeated, or older than the one
@@ -564,10 +575,12 @@ class StreamCheck:
         """The number of the flit expected next (:func:`stream_number`)."""
         return stream_number(self.frame, self.place)
 
-    def take(self, number, last):
+    def take(self, number, last, *, status=False):
         """The :class:`Verdict` on a good data flit numbered ``number`` (its sequence
         byte) that ends a frame if ``last``; the expectation moves past it unless it is
-        skipped."""
+        skipped. A ``status`` flit (:func:`is_status`) is numbered as the flit after it:
+        its verdict tells what was lost before it, and the expectation moves to it, not
+        past it (a status flit repeated changes nothing)."""
         number = as_index(number, "number")
         if not 0 <= number <= 0xFF:
             raise ValueError(f"a stream number is a byte, not {number}")
@@ -579,28 +592,35 @@ class StreamCheck:
             return Verdict(skip=True, ends=0, hole=False)
         verdict = Verdict(skip=False, ends=frames,
                           hole=place != 0 if frames else places != 0)
-        self.frame, self.place = ((frame + 1) & mask, 0) if last else (frame, (place + 1) & mask)
+        if status:
+            self.frame, self.place = frame, place
+        elif last:
+            self.frame, self.place = (frame + 1) & mask, 0
+        else:
+            self.frame, self.place = frame, (place + 1) & mask
         return verdict
 
 
 class FlitWriter:
-    """Makes flits: :meth:`load` a table, :meth:`frame` a frame. Until a table is loaded
-    every flit goes raw."""
+    """Makes flits: :meth:`load` a table, :meth:`frame` a frame, :meth:`status` a status
+    flit. The data flits name bank 0 until a table is loaded; ``tables`` are the tables
+    both banks hold from the start (as ``LinkTx``'s elaboration tables), else every flit
+    goes raw until a table is loaded."""
 
-    def __init__(self, fmt):
+    def __init__(self, fmt, tables=None):
         self.fmt = _check_format(fmt)
         self._codec = _codec(fmt.codec)
-        self._tables = [None, None]
+        held = None if tables is None else self._codec.check_tables(tables)
+        self._tables = [held, held]
         self._bank = 0              # the bank the next data flit codes with
-        self._used = False          # whether a data flit has named that bank yet
         self._frames = [0] * fmt.streams    # each stream's frames so far (stream numbers)
 
     def load(self, tables):
-        """Table flits that load ``tables`` into the bank the data flits do not use; the
-        next frame is coded with it."""
+        """Table flits that load ``tables`` into the bank the data flits do not use (bank
+        1 first, as ``LinkTx`` loads it); the next frame is coded with it."""
         tables = self._codec.check_tables(tables)
         image = self._codec.image(tables)
-        bank = 1 - self._bank if self._used else self._bank
+        bank = 1 - self._bank
         flits = []
         step = self.fmt.body_bytes
         for offset in range(0, len(image), step):
@@ -610,7 +630,7 @@ class FlitWriter:
                                 bits=8 * len(piece))
             flits.append(self.fmt.flit(header, piece))
         self._tables[bank] = tables
-        self._bank, self._used = bank, False
+        self._bank = bank
         return flits
 
     def frame(self, symbols, stream=0):
@@ -639,7 +659,6 @@ class FlitWriter:
             if fits > raw:
                 body, nbits = self._codec.encode(tables, chunk)
                 codec = fmt.codec_id
-                self._used = True
             else:
                 body = chunk.astype(">u2").tobytes() if fmt.symbol_bytes == 2 else chunk.tobytes()
                 nbits, codec = 8 * len(body), 0
@@ -652,6 +671,20 @@ class FlitWriter:
             if last:
                 self._frames[stream] += 1
                 return flits
+
+    def status(self, stream=0):
+        """The status flit of ``stream`` between frames (a link numbered stream by stream
+        only): numbered as the stream's next flit, the next frame's first."""
+        stream = as_index(stream, "stream")
+        if not 0 <= stream < self.fmt.streams:
+            raise ValueError(f"stream must be 0..{self.fmt.streams - 1}, not {stream}")
+        if self.fmt.sequence != "stream":
+            raise ValueError(f"status flits are for a link numbered stream by stream "
+                             f"(sequence='stream'), not {self.fmt!r}")
+        header = FlitHeader(codec=0, table=False, bank=self._bank, last=False,
+                            stream=stream, count=0, bits=0)
+        return numbered(self.fmt, self.fmt.flit(header),
+                        stream_number(self._frames[stream], 0))
 
     def _symbols(self, symbols):
         if self.fmt.symbol_bytes == 2:
@@ -668,12 +701,14 @@ class FlitWriter:
 class FlitReader:
     """Reads flits back into frames: :meth:`read` takes one flit and returns ``(stream,
     frame)`` for the frame it completes, or None. Raises :class:`FlitError` for a flit no
-    writer makes."""
+    writer makes. ``tables``: the tables both banks hold from the start (as ``LinkRx``'s
+    elaboration tables), else none until a table flit loads one."""
 
-    def __init__(self, fmt):
+    def __init__(self, fmt, tables=None):
         self.fmt = _check_format(fmt)
         self._codec = _codec(fmt.codec)
-        self._tables = [None, None]
+        held = None if tables is None else self._codec.check_tables(tables)
+        self._tables = [held, held]
         self._pieces = [b"", b""]
         self._frames = {}            # stream: the symbol arrays of its frame in progress
         self._checks = [StreamCheck() for _ in range(fmt.streams)]  # stream numbers
@@ -762,14 +797,18 @@ class FlitReader:
 
     def _read_data(self, header, body, index, flit):
         symbols = self._data_symbols(header, body, index)
+        status = self.fmt.sequence == "stream" and is_status(header)
         if self.fmt.sequence == "stream":
             # A writer's flits come in each stream's order: nothing lost, nothing again.
             check, number = self._checks[header.stream], flit[self.fmt.sequence_offset]
             want = check.expected
-            if check.take(number, header.last) != Verdict(skip=False, ends=0, hole=False):
+            if (check.take(number, header.last, status=status)
+                    != Verdict(skip=False, ends=0, hole=False)):
                 raise FlitError(f"is numbered {number:#04x} (frame {number >> 4}, place "
                                 f"{number & 15}); stream {header.stream} is at "
                                 f"{want:#04x}", flit=index, field="sequence")
+        if status:
+            return None                 # (it opens no frame)
 
         parts = self._frames.setdefault(header.stream, [])
         parts.append(symbols)

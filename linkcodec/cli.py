@@ -169,7 +169,7 @@ def _sim_link(args):
     arrays = [shard.symbols for shard in shards]
     code, described = _sim_tables(block, args, arrays)
     faults = _fault_count(args)
-    numbers = bool(args.stream_numbers or args.no_retry)
+    numbers = args.stream_numbers      # None: numbered unless the link has retry
     result = run_link(arrays, codec=codec, streams=args.streams or 1, lanes=lanes,
                       flit_bytes=args.flit_bytes or 256, link_bytes=args.link_bytes or 64,
                       tables=link_tables(codec, code), tables_in_band=not args.fixed_tables,
@@ -193,7 +193,7 @@ def _sim_link(args):
                  and not report["symbols_wrong"])
     elif "faults_injected" in report:
         exact = (exact and report["rx_bit_exact"] and not report["hangs"]
-                 and report["only_hit_lost"] and not report["symbols_wrong"])
+                 and report.get("only_hit_lost", True) and not report["symbols_wrong"])
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -235,6 +235,10 @@ def _fault_line(report, retried):
                 f"{found}{report['retries']} retries, {report['flits_sent']} flits sent; "
                 f"{cost}LinkRx took what a go-back-N receiver takes: "
                 f"{'yes' if report['rx_model_exact'] else 'NO'}")
+    if not report["stream_numbers"]:
+        return (f"  faults (no retry, no stream numbers: lost and repeated flits go "
+                f"unseen): {found}{cost}LinkRx as the model of a receiver without retry: "
+                f"{'yes' if report['rx_bit_exact'] else 'NO'}")
     found += (f"lost at a stream's end, told by no later flit: {report['lost_at_end']}; ")
     return (f"  faults (no retry, stream numbers): {found}{cost}symbols lost "
             f"{report['symbols_lost']} (in the hit flits {report['symbols_hit']}), each run "
@@ -519,12 +523,16 @@ def build_parser():
                           "in turn; seeded by --seed) on a link with go-back-N retry")
     sim.add_argument("--no-retry", action="store_true", default=None,
                      help="link only, with --inject-faults: no retry, flits numbered on "
-                          "their streams: LinkRx alone on the spoilt flits; a flit that "
-                          "fails its CRC or repeats one is dropped, and the lost symbols "
-                          "are reported with error beats where they were")
-    sim.add_argument("--stream-numbers", action="store_true", default=None,
-                     help="link only, without retry: number each flit on its stream (as "
-                          "--no-retry does), here without faults: the pair's figures")
+                          "their streams (unless --no-stream-numbers): LinkRx alone on "
+                          "the spoilt flits; a flit that fails its CRC or repeats one is "
+                          "dropped, and the lost symbols are reported with error beats "
+                          "where they were")
+    sim.add_argument("--stream-numbers", action=argparse.BooleanOptionalAction,
+                     default=None,
+                     help="link only, without retry: number each flit on its stream, and "
+                          "send status flits from idle streams (the default without "
+                          "retry); --no-stream-numbers: the link unnumbered, where a lost "
+                          "or repeated flit goes unseen")
     sim.add_argument("--retry-depth", type=int, default=None, metavar="FLITS",
                      help="link only: go-back-N retry with this many flits kept by LinkTx, "
                           "a power of two to 128 (default: 16 with --inject-faults, else "

@@ -20,6 +20,7 @@ The ``.vlt`` file holds the Verilator lint waivers, each beside its reason, for 
 file: ``verilator --lint-only -Wall DIR/<module>.vlt DIR/<module>.v`` is clean.
 """
 
+import argparse
 from pathlib import Path
 
 __all__ = ["WAIVERS", "waiver_file", "write_verilog", "generate", "generate_link",
@@ -128,14 +129,19 @@ def add_link_arguments(parser):
     parser.add_argument("--retry-depth", type=int, default=None, metavar="FLITS",
                         help="link-tx and link-rx only: go-back-N retry with this many "
                              "flits kept, a power of two to 128 (default 0: no retry; "
-                             "LinkTx gets i_ack, LinkRx o_ack)")
+                             "LinkTx gets i_ack, LinkRx o_ack; with --axi-stream, "
+                             "s_axis_ack_* and m_axis_ack_*)")
     parser.add_argument("--ack-latency", type=int, default=None, metavar="CYCLES",
                         help="link-tx only, with --retry-depth: cycles without an ack "
                              "before LinkTx sends again (default 128)")
-    parser.add_argument("--stream-numbers", action="store_true", default=None,
+    parser.add_argument("--stream-numbers", action=argparse.BooleanOptionalAction,
+                        default=None,
                         help="link-tx and link-rx only, without retry: each flit numbered "
                              "on its stream, so LinkRx tells lost and repeated flits and "
-                             "reports their symbols missing with error beats")
+                             "reports their symbols missing with error beats, and a "
+                             "stream's idle LinkTx sends status flits that tell its last "
+                             "flits lost (default: on without --retry-depth; "
+                             "--no-stream-numbers: off, losses unseen)")
 
 
 def link_options(args):
@@ -157,7 +163,7 @@ def link_options(args):
         raise ValueError("--ack-latency goes with --retry-depth FLITS")
     defaults = {"codec": "qlc", "streams": 1, "flit_bytes": 256, "link_bytes": 64,
                 "fixed_tables": False, "retry_depth": 0,
-                "ack_latency": None, "stream_numbers": False}
+                "ack_latency": None, "stream_numbers": None}
     options = {name: defaults[name] if value is None else value
                for name, value in given.items()}
     options["tables_in_band"] = not options.pop("fixed_tables")
@@ -273,17 +279,14 @@ def axi_port_tables():
 
 def generate_link(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
                   tables_in_band=True, retry_depth=0, ack_latency=None,
-                  stream_numbers=False, axi_stream=False, output):
-    """Write ``kind``'s Verilog and lint waivers into ``output``; return both paths."""
+                  stream_numbers=None, status_cycles=None, axi_stream=False, output):
+    """Write ``kind``'s Verilog and lint waivers into ``output``; return both paths
+    (``status_cycles``: LinkTx's, None for the default)."""
     from .link_hardware import link_component, link_module_name
     from .rtl.axi import AxiStreamWrapper
 
-    if axi_stream and retry_depth:
-        raise ValueError("--axi-stream and --retry-depth: the return channel (i_ack, o_ack) "
-                         "is a plain signal, not an AXI stream; generate without "
-                         "--axi-stream")
     retry = {"retry_depth": retry_depth, "ack_latency": ack_latency,
-             "stream_numbers": stream_numbers}
+             "stream_numbers": stream_numbers, "status_cycles": status_cycles}
     component = link_component(kind, codec=codec, streams=streams, lanes=lanes,
                                flit_bytes=flit_bytes, link_bytes=link_bytes,
                                tables_in_band=tables_in_band, **retry)
@@ -292,7 +295,8 @@ def generate_link(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link
                               tables_in_band=tables_in_band, **retry)
     if axi_stream:
         # The link's blocks have no config port: tables come in band (LinkTx's i_table
-        # stream) or are fixed at elaboration.
+        # stream) or are fixed at elaboration. With retry the return channel (o_ack,
+        # i_ack), a value every cycle, becomes a value port: m_axis_ack_*, s_axis_ack_*.
         component = AxiStreamWrapper(component)
         module += "_axis"
     return write_verilog(component, module, output)

@@ -22,9 +22,10 @@ LINK_BLOCKS = ("link-tx", "link-rx")
 
 def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
                    tables=None, tables_in_band=True, retry_depth=0, ack_latency=None,
-                   stream_numbers=False):
+                   stream_numbers=None, status_cycles=None):
     """``kind`` (``"link-tx"``, ``"link-rx"`` or ``"link-pair"``) built with these
-    parameters (``ack_latency`` None: the default)."""
+    parameters (``ack_latency`` and ``status_cycles`` None: the default; the latter is
+    LinkTx's alone)."""
     from .rtl.link import DEFAULT_ACK_LATENCY, LinkPair, LinkRx, LinkTx
 
     classes = {"link-tx": LinkTx, "link-rx": LinkRx, "link-pair": LinkPair}
@@ -34,7 +35,9 @@ def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, lin
                          link_bytes=link_bytes, tables=tables, tables_in_band=tables_in_band,
                          retry_depth=retry_depth,
                          ack_latency=ack_latency or DEFAULT_ACK_LATENCY,
-                         stream_numbers=stream_numbers)
+                         stream_numbers=stream_numbers,
+                         **({} if status_cycles is None or kind == "link-rx"
+                            else {"status_cycles": status_cycles}))
 
 
 #: The block RAM columns (:func:`linkcodec.synth.ebr_site`) of the link's floorplan
@@ -81,12 +84,14 @@ def link_floorplan(kind, *, codec="qlc", streams=1):
 
 def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
                      link_bytes=64, tables_in_band=True, retry_depth=0, ack_latency=None,
-                     stream_numbers=False):
+                     stream_numbers=None, status_cycles=None):
     """``linkcodec_link_tx_qlc_s16_l1``: what the module is, its codec, streams and lanes,
     its flit and link word bytes where not the default (``_f64``, ``_w32``),
     ``_fixed`` for tables fixed at elaboration (no tables in band), ``_r16`` for
-    retry with 16 flits kept (``_a64`` an ack latency not the default) and ``_n`` for
-    stream numbers."""
+    retry with 16 flits kept (``_a64`` an ack latency not the default) and
+    ``_unnumbered`` for a link without retry and without stream numbers (``stream_numbers``
+    None: the blocks' default, numbered unless with retry); ``_q4096`` for LinkTx's
+    status flits after 4,096 idle cycles where that is not the default."""
     name = f"linkcodec_{kind.replace('-', '_')}_{codec}_s{streams}_l{lanes}"
     if flit_bytes != 256:
         name += f"_f{flit_bytes}"
@@ -98,8 +103,10 @@ def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         name += f"_r{retry_depth}"
         if ack_latency is not None and kind != "link-rx":
             name += f"_a{ack_latency}"
-    if stream_numbers:
-        name += "_n"
+    if stream_numbers is False and not retry_depth:
+        name += "_unnumbered"
+    if status_cycles is not None and kind != "link-rx":
+        name += f"_q{status_cycles}"
     return name
 
 
@@ -118,7 +125,7 @@ def link_sample(codec):
 
 def link_throughput(*, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_bytes=64,
                     tables_in_band=True, retry_depth=0, ack_latency=None, frames=None,
-                    build_root=None, stream_numbers=False):
+                    build_root=None, stream_numbers=None):
     """``linkcodec sim link``'s figures with no idle cycle and no backpressure, for
     ``frames`` dealt to the streams, or by default the bundled sample's step-3 tensors,
     one after another, cut into ``streams`` frames of equal size: every stream gets the

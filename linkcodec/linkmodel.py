@@ -76,6 +76,9 @@ BLOCKS_OF = {
     "exponent": ("exponent-encoder", "exponent-decoder"),
 }
 CODECS = tuple(BLOCKS_OF)
+#: How the modelled link numbers its flits: as LinkTx and LinkRx by default, without retry
+#: (stream by stream, a byte a flit; retry's figures add their own costs below).
+LINK_SEQUENCE = "stream"
 #: Lanes a stream has unless told otherwise (the blocks' fewest).
 DEFAULT_LANES = {"qlc": 1, "huffman": 1, "exponent": 4}
 
@@ -297,7 +300,7 @@ def measure_link(codec, files=None, *, streams=1, flit_bytes=DEFAULT_FLIT_BYTES)
     as ``linkcodec sim`` fits them) coded into the flits of a ``codec`` link, or, with no
     files, of the bundled sample single-stage (per tensor class, tables from steps 0-2,
     step 3 coded)."""
-    fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
+    fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes, sequence=LINK_SEQUENCE)
     block = _block(codec)
     if files:
         frames = _read_frames(codec, files)
@@ -416,7 +419,7 @@ def link_model(*, gbps, clock_mhz, link_bytes_per_symbol, raw_bytes_per_symbol, 
 
     raw_gbps = effective * raw_bits / 1e9
     # What the same wire carries in raw flits, uncoded: the body's whole symbols.
-    body_bytes = LinkFormat(codec, flit_bytes=flit_bytes).body_bytes
+    body_bytes = LinkFormat(codec, flit_bytes=flit_bytes, sequence=LINK_SEQUENCE).body_bytes
     raw_flit_gbps = gbps * (body_bytes // raw_bytes_per_symbol) * raw_bytes_per_symbol \
         / flit_bytes
     return {
@@ -616,7 +619,7 @@ def link_overhead_rows(flit_bytes=DEFAULT_FLIT_BYTES):
 
     rows = []
     for codec in CODECS:
-        fmt = LinkFormat(codec, flit_bytes=flit_bytes)
+        fmt = LinkFormat(codec, flit_bytes=flit_bytes, sequence=LINK_SEQUENCE)
         block = _block(codec)
         per_class = []
         for kind in KINDS:

@@ -111,7 +111,7 @@ def run(args):
 
 def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
                     link_bytes=64, tables_in_band=True, retry_depth=0, ack_latency=None,
-                    stream_numbers=False,
+                    stream_numbers=None,
                     seeds=1, build_root=None, progress=False):
     """One entry of ``linkcodec report --json`` for the link block ``kind``."""
     import tempfile
@@ -145,7 +145,7 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         "word_width": 8 * link_bytes,
         "tables_in_band": tables_in_band,
         "retry_depth": retry_depth,
-        "stream_numbers": stream_numbers,
+        "stream_numbers": (not retry_depth) if stream_numbers is None else stream_numbers,
         "device": f"LFE5U-{fpga['device'].upper().removesuffix('K')}F speed {fpga['speed']}",
         "luts": fpga["luts"],
         "ffs": fpga["ffs"],

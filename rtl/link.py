@@ -141,7 +141,7 @@ from .retry import (RETRY_DEPTHS, RetryRx, RetryTx, ack_layout, check_ack_latenc
 from .table import config_listener
 from .table_loader import IMAGE_BYTES, TableLoader, image_byte_layout, loader_write_layout
 
-__all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "DEFAULT_RETRY_DEPTH",
+__all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "DEFAULT_RETRY_DEPTH", "STATUS_CYCLES",
            "DEFAULT_ACK_LATENCY", "LINK_WORD_WIDTH", "LinkTx", "LinkRx", "LinkPair",
            "link_tables", "pair_blocks", "pair_members", "connect_pair"]
 
@@ -183,6 +183,11 @@ IMAGE_MAX = max(IMAGE_BYTES.values())
 table_result_layout = data.StructLayout({"data": 8, "error": 1, "last": 1})
 #: Flits a link with retry keeps for sending again, unless told otherwise.
 DEFAULT_RETRY_DEPTH = 16
+#: Cycles a stream of LinkTx numbered stream by stream stays idle (no flit to send)
+#: before it sends a status flit, and again after each such span while it stays idle,
+#: unless told otherwise: it tells LinkRx the number of the stream's next flit, so a
+#: stream's last flits, lost, are told (``golden.link.FlitWriter.status``).
+STATUS_CYCLES = 1024
 
 #: Cycles a sender with retry waits for an ack before it sends again, unless told
 #: otherwise.
@@ -272,7 +277,7 @@ class _Params:
 
     def __init__(self, *, codec, streams, lanes, flit_bytes, link_bytes, tables,
                  tables_in_band, retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY,
-                 stream_numbers=False):
+                 stream_numbers=None, status_cycles=STATUS_CYCLES):
         if codec not in LINK_CODECS:
             raise ValueError(f"codec must be one of {', '.join(map(repr, LINK_CODECS))} in "
                              f"hardware, not {codec!r}")
@@ -282,13 +287,21 @@ class _Params:
         if retry_depth != 0 and retry_depth not in RETRY_DEPTHS:
             raise ValueError(f"retry_depth must be 0 (no retry) or one of "
                              f"{', '.join(map(str, RETRY_DEPTHS))} flits, not {retry_depth!r}")
+        if stream_numbers is None:              # the default: numbered unless with retry
+            stream_numbers = not retry_depth
         if not isinstance(stream_numbers, bool):
-            raise TypeError(f"stream_numbers must be True or False, not {stream_numbers!r}")
+            raise TypeError(f"stream_numbers must be True, False or None (numbered unless "
+                            f"with retry), not {stream_numbers!r}")
+        if (not isinstance(status_cycles, int) or isinstance(status_cycles, bool)
+                or not 16 <= status_cycles <= 1 << 16):
+            raise ValueError(f"status_cycles must be a whole number of cycles from 16 to "
+                             f"65536, not {status_cycles!r}")
         if stream_numbers and retry_depth:
             raise ValueError("stream_numbers is for a link without retry: with retry every "
                              "flit is numbered in link order")
         self.retry_depth, self.ack_latency = retry_depth, check_ack_latency(ack_latency)
         self.stream_numbers = stream_numbers
+        self.status_cycles = status_cycles
         self.fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes,
                               sequence="link" if retry_depth else
                               "stream" if stream_numbers else None)
@@ -854,11 +867,37 @@ class _TxStream(wiring.Component):
                          escapes.ready.eq(escape_queue.w_rdy)]
             piece = Signal(2)             # the 16-bit piece of the values word written next
             escaping = Signal()           # the values are written; the escapes go next
+        # Status flits (stream numbers): once a flit has been sent, a stream with no flit
+        # to send for ``status_cycles`` cycles puts a status flit in a slot (a header
+        # alone: raw, no symbol, not a frame's end; the link side numbers it as the
+        # stream's next flit, and moves no number on), and again after each such span.
+        statuses = Signal(2)              # each slot's flit is a status flit
+        out_status = statuses.bit_select(out_slot, 1)
+        status_due = Const(0, 1)
+        if p.stream_numbers:
+            quiet = Signal(range(p.status_cycles + 1))
+            started = Signal()            # a flit has been sent since reset
+            with m.If(self.flit_taken):
+                m.d.sync += started.eq(1)
+            with m.If(self.flit_taken | writing | body_modes.r_rdy | full.any()):
+                m.d.sync += quiet.eq(0)
+            with m.Elif(started & (quiet != p.status_cycles)):
+                m.d.sync += quiet.eq(quiet + 1)
+            status_due = started & (quiet == p.status_cycles)
         with m.If(~writing):
             with m.If(body_modes.r_rdy & ~full.bit_select(slot, 1)):
                 m.d.comb += body_modes.r_en.eq(1)
                 m.d.sync += [writing.eq(1), writing_raw.eq(body_modes.r_data),
                              position.eq(HEADER_BYTES), finishing.eq(0)]
+            with m.Elif(status_due):
+                # (``quiet`` counts only while both slots are empty.)
+                status = _header(codec=0, bank=enc_tag, last=0, stream=self._index,
+                                 count=0, bits=0)
+                for index in range(2):
+                    with m.If(slot == index):
+                        m.d.sync += [headers[index].eq(status), ends[index].eq(HEADER_BYTES)]
+                m.d.sync += [full.bit_select(slot, 1).eq(1), statuses.bit_select(slot, 1).eq(1),
+                             slot.eq(~slot)]
         with m.Elif(finishing):
             with m.If(infos.r_rdy):
                 done = Signal(info_layout)
@@ -871,6 +910,7 @@ class _TxStream(wiring.Component):
                 with m.Else():
                     m.d.sync += [headers[0].eq(value), ends[0].eq(position)]
                 m.d.sync += [full.bit_select(slot, 1).eq(1), slot.eq(~slot),
+                             statuses.bit_select(slot, 1).eq(0),
                              writing.eq(0), finishing.eq(0)]
         with m.Elif(writing_raw):
             m.d.comb += raw_ready.eq(1)
@@ -905,7 +945,7 @@ class _TxStream(wiring.Component):
             # the frame's on this stream and its place in it (golden stream_number).
             frame, place = Signal(4), Signal(4)
             number = Cat(place, frame)
-            with m.If(self.flit_taken):
+            with m.If(self.flit_taken & ~out_status):     # (a status flit moves none on)
                 with m.If(out_header[27]):
                     m.d.sync += [frame.eq(frame + 1), place.eq(0)]
                 with m.Else():
@@ -930,7 +970,7 @@ class _TxStream(wiring.Component):
         # cost LUTs and the 4-stream transmitter's placement (docs/link.md).
         for bank in range(2):
             pending = Signal(range(CHUNK_QUEUE_DEPTH + 8), name=f"pending{bank}")
-            sent = self.flit_taken & (out_header[28] == bank)
+            sent = self.flit_taken & (out_header[28] == bank) & ~out_status
             if registered_info:
                 counted = info_valid & (info_write.bank == bank)
                 busy = (pending != 0) | counted
@@ -978,6 +1018,11 @@ class _LinkBlock(wiring.Component):
     def stream_numbers(self):
         """Whether the flits are numbered stream by stream (a link without retry)."""
         return self._params.stream_numbers
+
+    @property
+    def status_cycles(self):
+        """Idle cycles before a stream's status flit (with stream numbers; LinkTx's)."""
+        return self._params.status_cycles
 
     @property
     def ack_latency(self):
@@ -1102,9 +1147,11 @@ class LinkTx(_LinkBlock):
     :data:`~linkcodec.rtl.retry.RETRY_DEPTHS`: each flit numbered, and an ``i_ack``
     port for ``LinkRx``'s ``o_ack``, see :mod:`linkcodec.rtl.retry`) and
     ``ack_latency`` (with retry: cycles without an ack, while flits are out, before it
-    sends again from the oldest; default 128) and ``stream_numbers`` (default
-    ``False``; without retry only: each data flit numbered on its stream, which
-    LinkRx's must match; see the module's docstring).
+    sends again from the oldest; default 128), ``stream_numbers`` (default ``None``:
+    on without retry, off with it; each data flit numbered on its stream, which LinkRx's
+    must match; see the module's docstring) and ``status_cycles`` (with stream numbers:
+    a stream idle that long since its last flit sends a status flit, and again after
+    each such span while it stays idle; default :data:`STATUS_CYCLES`, 16 to 65536).
 
     Ports: ``i_s0`` .. ``i_s{streams-1}`` (:func:`symbol_layout` beats of 1 lane, 16-bit
     bf16 values for the exponent codec, frames ended by ``last``), ``o`` (:func:`word_layout` of ``8 * link_bytes`` bits: ``data``
@@ -1144,11 +1191,13 @@ class LinkTx(_LinkBlock):
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
                  link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True,
-                 retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY, stream_numbers=False):
+                 retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY, stream_numbers=None,
+                 status_cycles=STATUS_CYCLES):
         params = _checked(self, codec=codec, streams=streams, lanes=lanes,
                           flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
                           tables_in_band=tables_in_band, retry_depth=retry_depth,
-                          ack_latency=ack_latency, stream_numbers=stream_numbers)
+                          ack_latency=ack_latency, stream_numbers=stream_numbers,
+                          status_cycles=status_cycles)
         members = {f"i_s{index}": In(stream.Signature(
             symbol_layout(1, width=params.symbol_bits))) for index in range(streams)}
         if tables_in_band:
@@ -1678,6 +1727,10 @@ class _RxStream(wiring.Component):
                 with m.If(~skip):
                     with m.If(ends_frame):
                         m.d.sync += [want_frame.eq(got_frame + 1), want_place.eq(0)]
+                    with m.Elif(w_raw & (w_count == 0)):
+                        # A status flit (no symbol, not a frame's end) is numbered as
+                        # the flit after it: the expectation moves to it, not past it.
+                        m.d.sync += [want_frame.eq(got_frame), want_place.eq(got_place)]
                     with m.Else():
                         m.d.sync += [want_frame.eq(got_frame), want_place.eq(got_place + 1)]
 
@@ -2149,7 +2202,7 @@ class LinkRx(_LinkBlock):
 
     def __init__(self, *, codec="qlc", streams=1, lanes=1, flit_bytes=DEFAULT_FLIT_BYTES,
                  link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True,
-                 retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY, stream_numbers=False):
+                 retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY, stream_numbers=None):
         params = _checked(self, codec=codec, streams=streams, lanes=lanes,
                           flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
                           tables_in_band=tables_in_band, retry_depth=retry_depth,

@@ -193,10 +193,9 @@ def bank_switch(m, config, *, boundary, switch_addr):
     # (``bank`` leaves the reset out: nothing read in a reset cycle is used.)
     flip = Signal()
     m.d.comb += flip.eq(pending & (boundary | ResetSignal(allow_reset_less=True)))
-    # Assigned every cycle, not under an If: Verilog then computes the next value with a
-    # continuous assignment, which a 4-state simulator evaluates at time 0. Under an If it
-    # is an `always @*` block, which nothing here ever wakes (the register has no reset
-    # to change), so the register would latch X at its first clock edge and keep it.
+    # Assigned every cycle, not under an If: the register has no reset, so its next value
+    # must be defined from the first clock edge (the Verilog is continuous assignments,
+    # evaluated at time 0 by a 4-state simulator: sim/runner.py's verilog_text).
     m.d.sync += active.eq(active ^ flip)
     with m.If(flip):
         m.d.sync += pending.eq(0)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..golden.link import FlitHeader, FlitReader, FlitWriter, StreamCheck, seal
+from ..golden.link import FlitHeader, FlitReader, StreamCheck, is_status, seal
 from .beats import decoder_beats
 
 __all__ = ["FAULT_KINDS", "Fault", "arrivals", "crc_good", "hit_beats", "inject",
@@ -58,12 +58,18 @@ def inject(flits, count, *, seed, kinds=FAULT_KINDS, data_only=False):
     them with ``count`` faults, one a flit, the kinds of ``kinds`` in turn; with
     ``data_only``, on data flits only (a table flit lost or spoilt costs, without
     retry, every coded flit of its bank until the next table: not the hit flit's
-    symbols alone)."""
+    symbols alone), and not on status flits (:func:`~linkcodec.golden.link.is_status`:
+    they carry no symbols, and a sender repeats them while its stream is idle, so one
+    lost is made good by the next)."""
     flits = [bytes(flit) for flit in flits]
     if not isinstance(count, int) or count < 0:
         raise ValueError(f"count must be a whole number of faults, not {count!r}")
-    targets = [index for index, flit in enumerate(flits)
-               if not (data_only and FlitHeader.unpack(flit).table)]
+
+    def target(flit):
+        header = FlitHeader.unpack(flit)
+        return not (data_only and (header.table or is_status(header)))
+
+    targets = [index for index, flit in enumerate(flits) if target(flit)]
     if count > len(targets):
         raise ValueError(f"{count} faults need as many {'data ' * data_only}flits; the "
                          f"channel carries {len(targets)}")
@@ -148,7 +154,8 @@ def lossy_beats(fmt, tables, flits):
         port = f"o_s{header.stream}"
         verdict = "taken"
         if numbered:
-            judged = checks[header.stream].take(flit[fmt.sequence_offset], header.last)
+            judged = checks[header.stream].take(flit[fmt.sequence_offset], header.last,
+                                                status=is_status(header))
             if judged.skip:
                 verdicts.append("skipped")
                 continue
@@ -161,10 +168,7 @@ def lossy_beats(fmt, tables, flits):
 
 def _reader(fmt, tables):
     """A :class:`FlitReader` of ``fmt`` that holds ``tables``, as both ends do."""
-    reader = FlitReader(fmt)
-    for flit in FlitWriter(fmt).load(tables):
-        reader.read(flit)
-    return reader
+    return FlitReader(fmt, tables)
 
 
 def _flit_beats(reader, flit, header):

@@ -14,7 +14,8 @@ arrives, what was sent again and what the receiver took.
 
 import numpy as np
 
-from ..golden.link import FlitHeader, FlitWriter, deal, flit_sequence, link_stats, numbered
+from ..golden.link import (FlitHeader, FlitWriter, deal, flit_sequence, is_status, link_stats,
+                           numbered, stream_number)
 from ..rtl.link import (DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH, LinkPair, LinkRx,
                         link_tables)
 from .beats import decoder_beats, symbol_beats
@@ -43,8 +44,8 @@ def link_io(fmt, frames):
 def golden_flits(fmt, frames, tables):
     """Each stream's data flits as the golden writer makes them (the table flits apart):
     ``(table_flits, {stream: [flit]})``."""
-    writer = FlitWriter(fmt)
-    table_flits = writer.load(tables)
+    table_flits = FlitWriter(fmt).load(tables)      # a first load, as it would go in band
+    writer = FlitWriter(fmt, tables)    # LinkTx's start: the tables in both banks, bank 0
     per_stream = {index: [] for index in range(fmt.streams)}
     for stream, frame in frames:
         per_stream[stream] += writer.frame(frame, stream)
@@ -74,7 +75,7 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
              idle="random", stall="random", seed=None, deal_frames=True, check_tx=True,
              build_root=None, faults=0, retry=True, retry_depth=None,
              ack_latency=DEFAULT_ACK_LATENCY, ack_delay=DEFAULT_ACK_DELAY,
-             stream_numbers=False):
+             stream_numbers=None, simulator="verilator"):
     """Run ``frames`` (symbol arrays, dealt to the streams round robin; or ``(stream,
     symbols)`` pairs with ``deal_frames=False``) over the link; return the figures.
 
@@ -92,7 +93,8 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     ``tx_bit_exact`` (``LinkTx``'s flits against the golden writer's), ``seed``,
     ``tables_in_band`` (if not, the tables are fixed at elaboration: no table flit is
     counted, as none is sent; with them, the first table's flits are, as the golden
-    writer sends them).
+    writer sends them). ``simulator`` (``"verilator"`` or ``"icarus"``) runs every
+    part of it (:func:`~linkcodec.sim.harness.run_beats`).
 
     ``faults`` with ``retry=False`` then puts that many faults
     (:mod:`linkcodec.sim.faults`, their seed the run's) on ``LinkTx``'s flits as they
@@ -122,6 +124,8 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     the faults on the flits as they cross (sent again included) and delaying the acks
     ``ack_delay`` cycles (:func:`retry_run` gives the keys).
     """
+    if stream_numbers is None:           # the blocks' default: numbered unless with retry
+        stream_numbers = not ((faults and retry) or (retry_depth and not faults))
     if faults and retry:
         if stream_numbers:
             raise ValueError("stream_numbers is for a link without retry: faults with "
@@ -133,7 +137,8 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
                          tables_in_band=tables_in_band, idle=idle, stall=stall, seed=seed,
                          deal_frames=deal_frames, build_root=build_root, faults=faults,
                          retry_depth=retry_depth or DEFAULT_RETRY_DEPTH,
-                         ack_latency=ack_latency, ack_delay=ack_delay)
+                         ack_latency=ack_latency, ack_delay=ack_delay,
+                         simulator=simulator)
     if faults and not check_tx:
         raise ValueError("faults go on LinkTx's flits as watched: check_tx=True")
     frames = deal(frames, streams) if deal_frames else list(frames)
@@ -152,8 +157,14 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     numbers = "_n" if stream_numbers else ""
     name += numbers
     pause = {"i_config": [{"addr": 0, "data": int(stall != "none")}]}
+    # With faults and stream numbers the run goes on until every stream's status flit
+    # has followed its last flit, so that a loss at a stream's end is told.
+    settle = 8
+    if faults and stream_numbers:
+        settle = pair.tx.status_cycles + 16 * (flit_bytes // link_bytes + 4) * streams
     result = run_beats(pair, inputs=inputs, expected=expected, idle=idle, stall=stall,
                        seed=seed, build_root=build_root, name=name, config=pause,
+                       settle=settle, simulator=simulator,
                        watch={"o": pair.tx.o.payload.shape()} if check_tx else None)
     table_flits, per_stream = golden_flits(fmt, frames, tables)
     if not tables_in_band:
@@ -176,18 +187,19 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
                                seed=result["seed"], build_root=build_root,
                                name=f"link_rx_{codec}_s{streams}_f{flit_bytes}_w{link_bytes}"
                                     f"{fixed}{numbers}",
-                               tables_in_band=tables_in_band))
+                               tables_in_band=tables_in_band, simulator=simulator))
     if idle == "none" and stall == "none":
         out["latency_cycles"] = _worst_latency(result, fmt.streams)
     else:
         quiet = run_beats(pair, inputs=inputs, expected=expected, idle="none",
-                          stall="none", seed=result["seed"], build_root=build_root, name=name)
+                          stall="none", seed=result["seed"], build_root=build_root, name=name,
+                          simulator=simulator)
         out["latency_cycles"] = _worst_latency(quiet, fmt.streams)
     return out
 
 
 def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, seed,
-                build_root, name, tables_in_band):
+                build_root, name, tables_in_band, simulator="verilator"):
     """LinkRx alone on ``sent`` (LinkTx's flits in link order) with ``count`` faults."""
     from .faults import (FAULT_KINDS, arrivals, crc_good, hit_beats, inject, lossy_beats,
                          score)
@@ -202,7 +214,7 @@ def _faulty_run(sent, frames, *, fmt, tables, count, link_bytes, idle, stall, se
     try:
         result = run_beats(rx, inputs={"i": words_of_flits(received, link_bytes)},
                            expected=expected, idle=idle, stall=stall, seed=seed,
-                           build_root=build_root, name=name)
+                           build_root=build_root, name=name, simulator=simulator)
         output = result["output"]
         hangs = int(any(len(output[port]) < len(beats) for port, beats in expected.items()))
     except RuntimeError:
@@ -279,8 +291,14 @@ def _tx_exact(fmt, flits, per_stream):
     order and sealed (:func:`~linkcodec.golden.link.numbered`)."""
     taken = {stream: 0 for stream in per_stream}
     for index, flit in enumerate(flits):
-        stream = FlitHeader.unpack(flit).stream
+        header = FlitHeader.unpack(flit)
+        stream = header.stream
         mine = per_stream.get(stream, [])
+        if fmt.sequence == "stream" and is_status(header):
+            # A status flit between them: numbered as the stream's next flit.
+            if flit != _status_flit(fmt, header, mine[:taken.get(stream, 0)]):
+                return False
+            continue
         if taken.get(stream, 0) >= len(mine):
             return False
         want = mine[taken[stream]]
@@ -288,6 +306,20 @@ def _tx_exact(fmt, flits, per_stream):
             return False
         taken[stream] += 1
     return all(taken[stream] == len(mine) for stream, mine in per_stream.items())
+
+
+def _status_flit(fmt, header, before):
+    """The status flit (of ``header``'s stream and bank) that a stream sends after its
+    flits ``before`` (a link numbered stream by stream)."""
+    number = 0
+    if before:
+        last = before[-1]
+        frame, place = last[fmt.sequence_offset] >> 4, last[fmt.sequence_offset] & 15
+        number = (stream_number(frame + 1, 0) if FlitHeader.unpack(last).last
+                  else stream_number(frame, place + 1))
+    return numbered(fmt, fmt.flit(FlitHeader(codec=0, table=False, bank=header.bank,
+                                             last=False, stream=header.stream, count=0,
+                                             bits=0)), number)
 
 
 def _rate(flits, count):
@@ -303,7 +335,7 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
               tables_in_band=True, idle="random", stall="random", seed=None,
               deal_frames=True, build_root=None, faults=0,
               retry_depth=DEFAULT_RETRY_DEPTH, ack_latency=DEFAULT_ACK_LATENCY,
-              ack_delay=DEFAULT_ACK_DELAY, kinds=None):
+              ack_delay=DEFAULT_ACK_DELAY, kinds=None, simulator="verilator"):
     """``frames`` over a link with go-back-N retry and a channel that injects ``faults``
     (:class:`~linkcodec.sim.channel.FaultyLink`), scored against what went in.
 
@@ -323,7 +355,7 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
     first is the golden writer's, numbered in order, and each sent again is the same
     flit), ``latency_cycles`` (a second run, with no fault, idle cycle or backpressure:
     the channel's two flits included). ``kinds`` (names of CHANNEL_FAULTS) limits the
-    faults to some kinds.
+    faults to some kinds; ``simulator`` is as for :func:`run_link`.
     """
     from .channel import (CHANNEL_FAULTS, CONFIG_COUNT, CONFIG_KINDS, CONFIG_RATE,
                           CONFIG_SEED, fault_layout, shared_faulty_link)
@@ -362,7 +394,7 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
     watch = {"sent": word, "received": word, "accepted": word, "faults": fault_layout}
     result = run_beats(link, inputs=inputs, expected=expected, idle=idle, stall=stall,
                        seed=seed, build_root=build_root, name=name, config=config,
-                       watch=watch)
+                       watch=watch, simulator=simulator)
     output = result["output"]
     hangs = int(any(len(output[port]) < len(beats) for port, beats in expected.items()))
     watched = {name: flits_of_words(result["watched"][name], link_bytes, flit_bytes)
@@ -448,7 +480,7 @@ def retry_run(frames, *, codec="qlc", streams=1, flit_bytes=256, link_bytes=64, 
                           for write in config["i_config"]]}
     out["latency_cycles"] = _worst_latency(run_beats(
         link, inputs=inputs, expected=expected, idle="none", stall="none", seed=seed,
-        build_root=build_root, name=name, config=quiet), streams)
+        build_root=build_root, name=name, config=quiet, simulator=simulator), streams)
     return out
 
 

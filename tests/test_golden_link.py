@@ -149,12 +149,36 @@ def test_tables_switch_banks_between_frames():
     flits = writer.load(first)
     frame = np.zeros(700, dtype=np.uint8)
     flits += writer.frame(frame)
-    flits += writer.load(second)               # into the idle bank while bank 0 is used
+    flits += writer.load(second)               # into the idle bank while bank 1 is used
+    flits += writer.frame(frame)
+    flits += writer.load(first)                # two loads with no frame between: each
+    flits += writer.load(second)               # into the other bank, as LinkTx's
     flits += writer.frame(frame)
     headers = [FlitHeader.unpack(f) for f in flits]
+    # The first table goes into bank 1, as LinkTx loads it (bank 0 holds the tables of
+    # its elaboration, which its first flits name).
     assert [(h.table, h.bank) for h in headers] == [
-        (True, 0), (False, 0), (False, 0), (False, 0), (True, 1), (False, 1), (False, 1)]
-    _same([frame, frame], frames_from_flits(fmt, flits))
+        (True, 1), (False, 1), (False, 1), (False, 1), (True, 0), (False, 0), (False, 0),
+        (True, 1), (True, 0), (False, 0), (False, 0)]
+    _same([frame, frame, frame], frames_from_flits(fmt, flits))
+
+
+def test_a_writer_and_a_reader_may_start_with_tables_in_both_banks():
+    """``FlitWriter(fmt, tables)`` starts as LinkTx does: its flits name bank 0, which
+    holds ``tables``, and a reader that holds them too reads them with no table flit."""
+    fmt = LinkFormat("qlc")
+    tables = QlcCode.base()
+    frame = np.arange(700, dtype=np.uint64).astype(np.uint8) % 8
+    writer = FlitWriter(fmt, tables)
+    flits = writer.frame(frame)
+    headers = [FlitHeader.unpack(f) for f in flits]
+    assert [(h.table, h.bank) for h in headers] == [(False, 0)] * len(flits)
+    assert headers[0].codec == 1                    # coded with the tables held
+    reader = FlitReader(fmt, tables)
+    assert [reader.read(flit) for flit in flits][-1][0] == 0
+    with pytest.raises(FlitError, match="bank 0, which holds no complete table"):
+        FlitReader(fmt).read(flits[0])
+    assert [FlitHeader.unpack(f).bank for f in writer.load(tables)] == [1]
 
 
 def test_each_flit_decodes_on_its_own():
@@ -262,7 +286,7 @@ BAD_FLITS = [
     (1, lambda f: reheadered(f, bits=_bits_of(f) - 1), "pad"),
     (1, lambda f: reheadered(f, stream=2), "stream"),
     (1, lambda f: reheadered(f, codec=2), "codec"),
-    (1, lambda f: reheadered(f, bank=1), "bank"),
+    (1, lambda f: reheadered(f, bank=0), "bank"),
     (1, lambda f: reheadered(f, count=_count_of(f) + 1), "count"),
     (1, lambda f: reheadered(f, count=_count_of(f) - 1), "count"),
     (0, lambda f: reheadered(f, count=1), "count"),

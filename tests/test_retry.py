@@ -126,9 +126,9 @@ def test_retry_ports_and_boundaries():
         assert tx.retry_depth == depth and tx.ack_latency == latency
         for block in (tx, rx):
             block._MustUse__silence = True
-    plain = LinkTx()
+    plain = LinkTx()                        # no retry: numbered stream by stream
     plain._MustUse__silence = True
-    assert "i_ack" not in plain.signature.members and not plain.format.sequence
+    assert "i_ack" not in plain.signature.members and plain.format.sequence == "stream"
     for block in (RetryTx(flit_bytes=64, link_bytes=64, crc_bytes=2, depth=1, ack_latency=1),
                   RetryRx(flit_bytes=64, link_bytes=8, crc_bytes=2)):
         block._MustUse__silence = True

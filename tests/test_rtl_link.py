@@ -12,7 +12,8 @@ from linkcodec.cli import main
 from linkcodec.golden.exponent import ExponentTable
 from linkcodec.golden.huffman import HuffmanCodebook
 from linkcodec.golden.link import (FlitError, FlitHeader, FlitReader, FlitWriter,
-                                   LinkFormat, reheadered, seal, table_image)
+                                   LinkFormat, is_status, reheadered, seal,
+                                   table_image)
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx, link_tables
 from linkcodec.sim.beats import decoder_beats, symbol_beats
@@ -196,7 +197,8 @@ def test_rx_names_bad_flits(seed):
                 + miscounted + decoder_beats([good], 1) + 3 * refused
                 + decoder_beats([good], 1)
                 + decoder_beats([good], 1) + refused + decoder_beats([good], 1))
-    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code)
+    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code,
+                stream_numbers=False)
     result = run_beats(rx, inputs={"i": words}, expected={"o_s1": expected},
                        idle="random", stall="random", name="link_rx_qlc_s2_f64_w16",
                        seed=seed)
@@ -220,9 +222,9 @@ def test_rx_refuses_flits_that_claim_more_than_they_hold(seed):
     full = (52 + np.arange(fmt.body_bytes) % 32).astype(np.uint8)
     body, bits = code.encode(full)
     assert bits == fmt.body_bits
-    coded = fmt.flit(FlitHeader(codec=fmt.codec_id, table=False, bank=0, last=True,
+    coded = fmt.flit(FlitHeader(codec=fmt.codec_id, table=False, bank=1, last=True,
                                 stream=1, count=full.size, bits=bits), body)
-    raw = fmt.flit(FlitHeader(codec=0, table=False, bank=0, last=True, stream=1,
+    raw = fmt.flit(FlitHeader(codec=0, table=False, bank=1, last=True, stream=1,
                               count=fmt.raw_symbols, bits=8 * fmt.raw_symbols),
                    full[::-1].tobytes())
     five = np.arange(5, dtype=np.uint8)
@@ -245,7 +247,8 @@ def test_rx_refuses_flits_that_claim_more_than_they_hold(seed):
     for flit in bad:
         flits += [flit, small]
         expected += refused + decoder_beats([five], 1)
-    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code)
+    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code,
+                stream_numbers=False)
     result = run_beats(rx, inputs={"i": words_of_flits(flits, 16)},
                        expected={"o_s1": expected}, idle="random", stall="random",
                        name="link_rx_qlc_s2_f64_w16", seed=seed)
@@ -264,7 +267,8 @@ def test_rx_takes_a_word_a_cycle(link_bytes):
                                                 dtype=np.uint8)
     flits = FlitWriter(fmt).frame(symbols, 0)
     assert [FlitHeader.unpack(flit).codec for flit in flits] == [0, 0]      # raw
-    rx = LinkRx(codec="qlc", streams=1, flit_bytes=256, link_bytes=link_bytes)
+    rx = LinkRx(codec="qlc", streams=1, flit_bytes=256, link_bytes=link_bytes,
+                stream_numbers=False)
     result = run_beats(rx, inputs={"i": words_of_flits(flits, link_bytes)},
                        expected={"o_s0": decoder_beats([symbols], 1)},
                        name=f"link_rx_qlc_s1_f256_w{link_bytes}_raw")
@@ -325,7 +329,8 @@ def test_rx_passes_no_symbol_of_a_flit_that_fails_its_crc(seed):
             if not header.last:
                 mine[-1] = {**mine[-1], "last": 0}
             beats += mine
-    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code)
+    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code,
+                stream_numbers=False)
     result = run_beats(rx, inputs={"i": words_of_flits(flits, 16)}, expected=expected,
                        idle="random", stall="random", name="link_rx_qlc_s2_f64_w16",
                        seed=seed)
@@ -353,7 +358,8 @@ def test_rx_checks_both_halves_of_a_flit_in_one_word(seed):
         spoilt.append(bytes(flit))
     refused = decoder_beats([np.zeros(0, np.uint8)], 1, error_after=0)
     expected = decoder_beats([frame], 1) + refused + refused
-    rx = LinkRx(codec="qlc", streams=1, flit_bytes=256, link_bytes=256, tables=code)
+    rx = LinkRx(codec="qlc", streams=1, flit_bytes=256, link_bytes=256, tables=code,
+                stream_numbers=False)
     result = run_beats(rx, inputs={"i": words_of_flits(flits + spoilt, 256)},
                        expected={"o_s0": expected}, idle="random", stall="random",
                        name="link_rx_qlc_s1_f256_w256", seed=seed)
@@ -387,7 +393,8 @@ def test_rx_short_coded_flits_keep_their_banks(seed):
         flits.append(fmt.flit(header, body))
     expected, refused = _rx_expected(fmt, flits)
     assert refused == 0
-    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code)
+    rx = LinkRx(codec="qlc", streams=2, flit_bytes=64, link_bytes=16, tables=code,
+                stream_numbers=False)
     result = run_beats(rx, inputs={"i": words_of_flits(flits, 16)}, expected=expected,
                        idle="random", stall="bursty", name="link_rx_qlc_s2_f64_w16",
                        seed=seed)
@@ -439,7 +446,8 @@ def test_rx_names_bad_bf16_flits(seed):
         flits += [bad_flit, flit]
         expected += decoder_beats([good], 1, error_after=good_values) + decoder_beats(
             [good], 1)
-    rx = LinkRx(codec="exponent", streams=2, flit_bytes=64, link_bytes=16, tables=table)
+    rx = LinkRx(codec="exponent", streams=2, flit_bytes=64, link_bytes=16, tables=table,
+                stream_numbers=False)
     result = run_beats(rx, inputs={"i": words_of_flits(flits, 16)},
                        expected={"o_s1": expected}, idle="random", stall="random",
                        name="link_rx_exponent_s2_f64_w16", seed=seed)
@@ -462,7 +470,8 @@ def test_rx_holds_a_raw_value_while_a_coded_bf16_flit_follows():
     flits = list(loads) + writer.frame(short) + writer.frame(coded)
     assert [FlitHeader.unpack(flit).codec for flit in flits[len(loads):]] == [
         0, fmt.codec_id]
-    rx = LinkRx(codec="exponent", streams=2, flit_bytes=64, link_bytes=16, tables=table)
+    rx = LinkRx(codec="exponent", streams=2, flit_bytes=64, link_bytes=16, tables=table,
+                stream_numbers=False)
     result = run_beats(rx, inputs={"i": words_of_flits(flits, 16)},
                        expected={"o_s0": decoder_beats([short, coded], 1), "o_s1": []},
                        idle="none", stall="hold", name="link_rx_exponent_s2_f64_w16")
@@ -562,7 +571,8 @@ def test_rx_loads_tables_in_band(codec, seed):
     frames(1, 0, 2)
     expected, refused = _rx_expected(fmt, flits)
     assert refused >= 2
-    rx = LinkRx(codec=codec, streams=3, flit_bytes=256, link_bytes=64, tables=base)
+    rx = LinkRx(codec=codec, streams=3, flit_bytes=256, link_bytes=64, tables=base,
+                stream_numbers=False)
     result = run_beats(rx, inputs={"i": words_of_flits(flits, 64)}, expected=expected,
                        idle="random", stall="random", name=f"link_rx_{codec}_s3_f256_w64",
                        seed=seed)
@@ -574,11 +584,13 @@ def test_tx_flits_with_one_stream_in_order():
     """With one stream the flits' order is fixed too: LinkTx's words are the golden
     writer's flits, in order, under backpressure."""
     code = sample_tables("qlc")
-    tx = LinkTx(codec="qlc", streams=1, flit_bytes=128, link_bytes=32, tables=code)
+    # (Status flits after 65,536 idle cycles: none in this run, whose output is compared
+    # word for word; test_stream_numbers.py tests them.)
+    tx = LinkTx(codec="qlc", streams=1, flit_bytes=128, link_bytes=32, tables=code,
+                status_cycles=1 << 16)
     fmt = tx.format
     frames = link_frames(fmt, np.random.default_rng(4))[:4]
-    writer = FlitWriter(fmt)
-    writer.load(code)
+    writer = FlitWriter(fmt, code)              # LinkTx's start: ``code`` in both banks
     want = [flit for frame in frames for flit in writer.frame(frame)]
     words = words_of_flits(want, 32)
     result = run_beats(tx, inputs={"i_s0": symbol_beats(frames, 1)}, expected={"o": words},
@@ -599,7 +611,10 @@ def test_sim_link_command(capsys):
         assert key in report, key
     assert report["bit_exact"] and report["tx_bit_exact"]
     assert report["symbols"] == sum(np.load(path).size for path in FILES)
-    assert report["link_bytes"] <= 1.04 * report["coded_bytes"] + 256
+    # (1.04 x the codec's own bytes, the flits were built to, and 0.4 % more: the
+    # default link numbers its flits with a byte of each body.)
+    assert report["link_bytes"] <= 1.044 * report["coded_bytes"] + 256
+    assert report["stream_numbers"]
     assert report["link_bytes_per_symbol"] == round(report["link_bytes"] / report["symbols"], 4)
 
 
@@ -665,7 +680,8 @@ def test_rx_with_fixed_tables_drops_table_flits(seed):
     assert any(FlitHeader.unpack(flit).codec == fmt.codec_id for flit in renamed)
     expected = {"o_s0": decoder_beats([frames[0], frames[2]], 1),
                 "o_s1": decoder_beats([frames[1], frames[3]], 1)}
-    rx = LinkRx(codec="qlc", streams=2, tables=code, tables_in_band=False)
+    rx = LinkRx(codec="qlc", streams=2, tables=code, tables_in_band=False,
+                stream_numbers=False)
     assert not hasattr(rx, "i_table")
     result = run_beats(rx, inputs={"i": words_of_flits(flits, 64)}, expected=expected,
                        idle="random", stall="random", name="link_rx_qlc_s2_f256_w64_fixed",
@@ -829,9 +845,11 @@ def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes, seed)
     others in two symbols' codes, so a flit decoded with another table fails), and
     LinkTx's flits on the channel read back through the golden FlitReader. (Huffman:
     each image in 3 table flits, other streams' flits between them.)"""
-    fmt = LinkFormat(codec, streams=streams, flit_bytes=flit_bytes)
     tensor = np.load(_files(codec)[0]).reshape(-1)
     base = sample_tables(codec)
+    shape = {"flit_bytes": flit_bytes, "link_bytes": link_bytes}
+    pair = LinkPair(codec=codec, streams=streams, tables=base, **shape)
+    fmt = pair.tx.format                        # (numbered stream by stream, the default)
     if codec == "exponent":
         order = list(base.exponents)        # the most frequent exponents first
     else:
@@ -852,9 +870,7 @@ def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes, seed)
     inputs, expected = link_io(fmt, frames)
     inputs["i_table"] = table_beats
     expected["o_table"] = results
-    shape = {"flit_bytes": flit_bytes, "link_bytes": link_bytes}
     name = f"{codec}_s{streams}_f{flit_bytes}_w{link_bytes}"
-    pair = LinkPair(codec=codec, streams=streams, tables=base, **shape)
     result = run_beats(pair, inputs=inputs, expected=expected, idle="random",
                        stall="random", name=f"link_pair_{name}", seed=seed,
                        config={"i_config": [{"addr": 0, "data": 1}]},
@@ -881,9 +897,7 @@ def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes, seed)
 
     # LinkTx's flits, as they crossed the channel in the first run
     sent = flits_of_words(result["watched"]["o"], link_bytes, flit_bytes)
-    reader = FlitReader(fmt)
-    for flit in FlitWriter(fmt).load(base):     # bank 0: what both ends hold at power-up
-        reader.read(flit)
+    reader = FlitReader(fmt, base)              # both banks: what both ends hold at power-up
     got = {}
     coded_banks = set()
     for flit in sent:
@@ -898,6 +912,50 @@ def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes, seed)
     for index in range(streams):
         want = [frame for stream, frame in frames if stream == index]
         assert [list(frame) for frame in got[index]] == [list(frame) for frame in want]
+    _same_flits_as_the_writer(fmt, sent, frames, base, [tables[0], tables[1], tables[3]])
+
+
+def _same_flits_as_the_writer(fmt, sent, frames, base, loads):
+    """``sent`` (LinkTx's flits in link order, with in-band ``loads`` of tables) are, byte
+    for byte, each stream's golden writer's: a :class:`FlitWriter` a stream, holding
+    ``base`` in both banks as LinkTx does at power-up, that loads each table (into the
+    other bank: bank 1 first) before the first frame of that stream LinkTx coded with it
+    (each stream takes every table, in order, between frames), its table flits those on
+    the link. Status flits are passed over (test_stream_numbers.py checks them)."""
+    per_load = -(-len(table_image(fmt.codec, base)) // fmt.body_bytes)
+    writers = [FlitWriter(fmt, base) for _ in range(fmt.streams)]
+    made = [0] * fmt.streams                   # loads each stream's writer has made
+    latest = [0, 0]                            # per bank: the loads that reached it
+    table_flits = []
+    pending = {index: [] for index in range(fmt.streams)}
+    left = {index: [frame for stream, frame in frames if stream == index]
+            for index in range(fmt.streams)}
+    for flit in sent:
+        header = FlitHeader.unpack(flit)
+        if header.table:
+            table_flits.append(flit)
+            if header.last:
+                latest[header.bank] = len(table_flits) // per_load
+            continue
+        if is_status(header):
+            continue
+        mine = pending[header.stream]
+        mine.append(flit)
+        if not header.last:
+            continue
+        # The frame's table: the newest load into the bank its flits name.
+        generation = latest[FlitHeader.unpack(mine[0]).bank]
+        writer = writers[header.stream]
+        while made[header.stream] < generation:
+            load = made[header.stream]
+            assert (writer.load(loads[load])
+                    == table_flits[load * per_load:(load + 1) * per_load]), load
+            made[header.stream] += 1
+        assert writer.frame(left[header.stream].pop(0), header.stream) == mine, (
+            header.stream, len(left[header.stream]))
+        pending[header.stream] = []
+    assert not any(left.values()) and not any(pending.values())
+    assert latest == [2, 3], "LinkTx loaded bank 1 first, then 0, then 1"
 
 
 def test_link_figures_take_the_sample_of_the_codecs_format():
