@@ -893,7 +893,7 @@ class HuffmanCodebook:
             windows |= bits[offset:offset + nbits + 1] << (15 - offset)
         windows = windows.tolist()
         tail_bits, value_bits = self.tail_bits, self._value_bits
-        escape, tail_mask = 1 << self._coded_bits, (1 << tail_bits) - 1
+        escape = 1 << self._coded_bits
         values, position = [], 0
         while position < nbits:
             window = windows[position] >> (16 - window_bits)

@@ -42,13 +42,15 @@ past its body (a bf16 one ends in the error beat after the values before the fau
 any malformed bf16 flit does). Each word's CRC parts
 are computed as it arrives, and a flit whose CRC field does not hold its halves' CRCs
 gives the error beat instead of any of its symbols (to the stream its header names; a
-table flit's image is cut short, so refused), whatever else it says. Without more, a
-flit whose CRC error hit its header's stream field gives the error beat to that other
-stream, or none if it names none, and a lost or repeated flit goes unseen. Two ways out:
+table flit's image is cut short, so refused), whatever else it says. That alone would
+not do: a flit whose CRC error hit its header's stream or table field goes elsewhere,
+and a lost or repeated flit goes unseen (``stream_numbers=False``, the unnumbered link,
+is so). So the link numbers its flits, one of two ways:
 
 - **Retry** (``retry_depth``, :mod:`linkcodec.rtl.retry`): flits numbered in link order,
   kept and sent again; nothing is lost.
-- **Stream numbers** (``stream_numbers=True``, a link without retry): LinkTx writes each
+- **Stream numbers** (the default without retry; ``stream_numbers=None`` or ``True``):
+  LinkTx writes each
   data flit's frame on its stream and place in the frame (4 bits each) in the byte
   before the CRC field (``docs/bitstream.md``, "Sequence number"), and each stream of
   LinkRx judges its flits by them as they land (golden
@@ -60,8 +62,11 @@ stream, or none if it names none, and a lost or repeated flit goes unseen. Two w
   symbols were (up to 14 in a row; after 15 or more the stream can lose its place). In
   this mode an error beat ends a frame only where the flit does: a coded flit whose
   decoding fails, or that names a bank without a table, gives the error beat with its
-  own ``last``. A loss shows at the stream's next good flit; the last flits of its
-  traffic, lost, are told by nothing. Both ends start at 0 after reset, so they are
+  own ``last``. A loss shows at the stream's next good flit, and a stream's last flits
+  at its *status flit*: a stream of LinkTx idle for ``status_cycles`` cycles after a flit
+  sends a header alone (raw, no symbol, not a frame's end) numbered as its next flit,
+  and again after each such span while idle; LinkRx judges it as any flit and moves its
+  expectation to that number, not past it. Both ends start at 0 after reset, so they are
   reset together (a receiver reset alone reads the sender's place as losses, or skips).
   A spoilt flit is routed by its header before its CRC is known: one that looks like a
   table flit, or names the bank being loaded, while a table loads can cut that table

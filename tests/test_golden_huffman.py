@@ -26,11 +26,11 @@ from linkcodec.golden.huffman import (DEFAULT_MAX_LENGTH, DEFAULT_SMOOTHING, Huf
 # -- helpers ---------------------------------------------------------------------------
 
 def cost(weights, lengths):
-    return sum(int(w) * int(l) for w, l in zip(weights, lengths))
+    return sum(int(w) * int(length) for w, length in zip(weights, lengths))
 
 
 def kraft(lengths):
-    return sum(Fraction(1, 1 << int(l)) for l in lengths if l)
+    return sum(Fraction(1, 1 << int(length)) for length in lengths if length)
 
 
 def brute_force_cost(weights, limit):
@@ -48,7 +48,7 @@ def monotone_brute_force_cost(weights, limit):
     ranked = np.array(weights, dtype=np.int64)[order]
     best = None
     for vector in itertools.combinations_with_replacement(range(1, limit + 1), len(weights)):
-        if sum(Fraction(1, 1 << l) for l in vector) <= 1:
+        if sum(Fraction(1, 1 << length) for length in vector) <= 1:
             total = int(ranked @ np.array(vector))
             best = total if best is None else min(best, total)
     return best
@@ -219,9 +219,9 @@ def test_float_weights_are_taken_exactly():
     lengths = code_lengths(weights, max_length=4)
     np.testing.assert_array_equal(lengths, [4, 3, 1, 3, 4, 3])
     exact = [Fraction(w) for w in weights]
-    best = min(sum(w * l for w, l in zip(exact, vector))
+    best = min(sum(w * length for w, length in zip(exact, vector))
                for vector in itertools.product(range(1, 5), repeat=6) if kraft(vector) <= 1)
-    assert sum(w * int(l) for w, l in zip(exact, lengths)) == best
+    assert sum(w * int(length) for w, length in zip(exact, lengths)) == best
 
 
 def test_single_symbol_and_limits():

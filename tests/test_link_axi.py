@@ -103,8 +103,9 @@ def _golden(kind, seed):
     return frames, per_stream, _ports(kind)
 
 
-def test_link_tx_flits_through_axi_names(seed, tmp_path):
-    frames, per_stream, ports = _golden("link-tx", seed)
+def _stream_inputs(ports, frames):
+    """The AXI frames of each stream's symbols, for LinkTx's ``s_axis_s<k>`` ports
+    (``ports`` as :func:`_ports`)."""
     inputs = []
     for index in range(STREAMS["link-tx"]):
         prefix, layout, _, byte_lanes = ports[f"i_s{index}"]
@@ -112,6 +113,12 @@ def test_link_tx_flits_through_axi_names(seed, tmp_path):
         inputs.append({"prefix": prefix, "frames": [
             dict(source_frame(frame, byte_lanes), after=None)
             for frame in frames_of(transfers(symbol_beats(mine, 1), layout, output=False))]})
+    return inputs
+
+
+def test_link_tx_flits_through_axi_names(seed, tmp_path):
+    frames, per_stream, ports = _golden("link-tx", seed)
+    inputs = _stream_inputs(ports, frames)
     flits = sum(len(flits) for flits in per_stream.values())
     result = _run("link-tx", (inputs, [{"prefix": ports["o"][0], "frames": flits}]),
                   seed, tmp_path)
@@ -353,13 +360,7 @@ def test_retry_pair_through_axi_ports(seed, tmp_path):
     ports = {name: (prefix.rstrip("_"), layout, output,
                     Shape.cast(tx.signature.members[prefix + "tkeep"].shape).width)
              for name, prefix, layout, output in tx.streams}
-    inputs = []
-    for index in range(STREAMS["link-tx"]):
-        prefix, layout, _, byte_lanes = ports[f"i_s{index}"]
-        mine = [frame for stream, frame in frames if stream == index]
-        inputs.append({"prefix": prefix, "frames": [
-            dict(source_frame(frame, byte_lanes), after=None)
-            for frame in frames_of(transfers(symbol_beats(mine, 1), layout, output=False))]})
+    inputs = _stream_inputs(ports, frames)
     outputs, want = [], {}
     for name, prefix, layout, output in rx.streams:
         if output:                                      # o_s<k>: stream k's symbols

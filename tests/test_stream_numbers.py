@@ -16,8 +16,8 @@ from linkcodec.golden.link import (STREAM_AHEAD, FlitError, FlitHeader, FlitRead
                                    reheadered, stream_number)
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx
 from linkcodec.sim.beats import decoder_beats
-from linkcodec.sim.faults import (FAULT_KINDS, arrivals, crc_good, hit_beats, inject,
-                                  lossy_beats, score)
+from linkcodec.sim.faults import (arrivals, crc_good, hit_beats, inject, lossy_beats,
+                                  score)
 from linkcodec.sim.harness import first_mismatch, run_beats
 from linkcodec.sim.link import link_io, run_link, words_of_flits
 
