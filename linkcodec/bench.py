@@ -27,8 +27,9 @@ Sections:
 - ``--synthesis``: ``linkcodec report`` on every block at each ``--lanes``: symbols per
   cycle, ECP5 Fmax, LUTs and FFs, NAND2 gates, Msymbols/s; with both QLC and Huffman
   blocks, the two side by side at lanes 1, 2 and 4 with their compressibility;
-- ``--fuzz``: 10,000 fuzzed frames through the QLC decoder at lanes 1 and 4, random idle
-  and backpressure, against ``golden/words.py``: mismatches and hangs;
+- ``--fuzz``: 10,000 fuzzed frames through each decoder of :data:`FUZZ_CASES` (QLC and
+  Huffman at lanes 1 and 4, bf16 Huffman at 1 and 2), random idle and backpressure,
+  against the golden model: mismatches and hangs;
 - ``--contract``: the contract suite's slow cases (``pytest -m slow
   tests/test_contract.py``: every block of the registry at 16 lanes and more), by the
   :mod:`linkcodec.sim.contract` checks themselves: round trips, counts beyond the lanes
