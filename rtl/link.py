@@ -888,7 +888,9 @@ class _TxStream(wiring.Component):
                 m.d.sync += quiet.eq(0)
             with m.Elif(started & (quiet != p.status_cycles)):
                 m.d.sync += quiet.eq(quiet + 1)
-            status_due = started & (quiet == p.status_cycles)
+            # (``quiet`` clears a cycle after a slot fills: the slots must be empty now
+            # too, or the cycle after a status flit would send a second.)
+            status_due = started & (quiet == p.status_cycles) & ~full.any()
         with m.If(~writing):
             with m.If(body_modes.r_rdy & ~full.bit_select(slot, 1)):
                 m.d.comb += body_modes.r_en.eq(1)

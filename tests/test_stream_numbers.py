@@ -12,14 +12,14 @@ import pytest
 from linkcodec.cli import main
 from linkcodec.golden.link import (STREAM_AHEAD, FlitError, FlitHeader, FlitReader,
                                    FlitWriter, LinkFormat, StreamCheck, Verdict, deal,
-                                   flits_from_frames, frames_from_flits, numbered,
-                                   reheadered, stream_number)
+                                   flits_from_frames, frames_from_flits, is_status,
+                                   numbered, reheadered, stream_number)
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx
 from linkcodec.sim.beats import decoder_beats
 from linkcodec.sim.faults import (arrivals, crc_good, hit_beats, inject, lossy_beats,
                                   score)
 from linkcodec.sim.harness import first_mismatch, run_beats
-from linkcodec.sim.link import link_io, run_link, words_of_flits
+from linkcodec.sim.link import flits_of_words, link_io, run_link, words_of_flits
 
 from test_rtl_link import BF16_FILES, FILES, generates_clean, link_frames, sample_tables
 
@@ -492,6 +492,38 @@ def test_sim_link_no_retry_on_bf16(capsys, monkeypatch):
     _check_no_retry(_no_retry_run(monkeypatch, capsys, [
         "--codec", "exponent", "--streams", "2", "--flit-bytes", "128", "--link-bytes",
         "32"], BF16_FILES, 5000))
+
+
+@pytest.mark.xdist_group("link-numbers")
+def test_an_idle_stream_sends_a_status_flit_each_span(seed):
+    """A stream of LinkTx that has sent its frames and then idles sends one status flit
+    every ``status_cycles`` (1,024) cycles or so: numbered as its next flit (its next
+    frame's first), sealed, and not two at a time; LinkRx gives no beat for them. (The
+    pair of the test below, watched for 8 spans after its last symbol.)"""
+    pair = LinkPair(**SHAPE, tables=sample_tables("qlc"), stream_numbers=True)
+    fmt, span = pair.tx.format, pair.tx.status_cycles
+    frames = deal([np.arange(30, dtype=np.uint8), np.arange(200, dtype=np.uint8),
+                   np.arange(5, dtype=np.uint8)], 2)
+    inputs, expected = link_io(fmt, frames)
+    settle = 8 * span
+    result = run_beats(pair, inputs=inputs, expected=expected, idle="random",
+                       stall="random", name="link_pair_qlc_s2_f64_w16_n", seed=seed,
+                       config={"i_config": [{"addr": 0, "data": 1}]}, settle=settle,
+                       watch={"o": pair.tx.o.payload.shape()})
+    assert result["bit_exact"], (result["seed"], first_mismatch(result))
+    flits = flits_of_words(result["watched"]["o"], SHAPE["link_bytes"], fmt.flit_bytes)
+    for stream in range(2):
+        mine = [flit for flit in flits if FlitHeader.unpack(flit).stream == stream]
+        data = [flit for flit in mine if not is_status(FlitHeader.unpack(flit))]
+        status = mine[len(data):]            # (none comes before the frames are sent)
+        assert data == mine[:len(data)]
+        done = sum(1 for _, frame in frames if _ == stream)
+        assert all(flit[fmt.sequence_offset] == stream_number(done, 0) and crc_good(flit)
+                   for flit in status)
+        # From its last flit to the end: at most (cycles + settle) / span + 1 spans, and
+        # at least the settle's whole spans but one (a span and a flit's few cycles each).
+        assert settle // (span + 16) - 1 <= len(status) <= (
+            (result["cycles"] + settle) // span + 1), (stream, len(status))
 
 
 @pytest.mark.xdist_group("link-numbers")
