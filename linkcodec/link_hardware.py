@@ -25,7 +25,7 @@ def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, lin
                    stream_numbers=None, status_cycles=None):
     """``kind`` (``"link-tx"``, ``"link-rx"`` or ``"link-pair"``) built with these
     parameters (``ack_latency`` and ``status_cycles`` None: the default; the latter is
-    LinkTx's alone)."""
+    LinkTx's alone, and ignored for the others)."""
     from .rtl.link import DEFAULT_ACK_LATENCY, LinkPair, LinkRx, LinkTx
 
     classes = {"link-tx": LinkTx, "link-rx": LinkRx, "link-pair": LinkPair}
@@ -36,7 +36,7 @@ def link_component(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, lin
                          retry_depth=retry_depth,
                          ack_latency=ack_latency or DEFAULT_ACK_LATENCY,
                          stream_numbers=stream_numbers,
-                         **({} if status_cycles is None or kind == "link-rx"
+                         **({} if status_cycles is None or kind != "link-tx"
                             else {"status_cycles": status_cycles}))
 
 
@@ -105,7 +105,7 @@ def link_module_name(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
             name += f"_a{ack_latency}"
     if stream_numbers is False and not retry_depth:
         name += "_unnumbered"
-    if status_cycles is not None and kind != "link-rx":
+    if status_cycles is not None and kind == "link-tx":
         name += f"_q{status_cycles}"
     return name
 
