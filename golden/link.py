@@ -84,6 +84,7 @@ __all__ = [
     "flits_from_frames",
     "frames_from_flits",
     "is_status",
+    "status_flit",
     "link_stats",
     "numbered",
     "reheadered",
@@ -538,6 +539,18 @@ def is_status(header):
     return not header.table and header.codec == 0 and header.count == 0 and not header.last
 
 
+def status_flit(fmt, stream, number, *, bank=0):
+    """The status flit of ``stream`` on a link of ``fmt`` (numbered stream by stream)
+    that tells the receiver its next flit is numbered ``number`` (:func:`stream_number`):
+    a raw header of no symbols that does not end a frame, naming ``bank``."""
+    if _check_format(fmt).sequence != "stream":
+        raise ValueError(f"status flits are for a link numbered stream by stream "
+                         f"(sequence='stream'), not {fmt!r}")
+    header = FlitHeader(codec=0, table=False, bank=bank, last=False, stream=stream,
+                        count=0, bits=0)
+    return numbered(fmt, fmt.flit(header), number)
+
+
 class Verdict(NamedTuple):
     """What a receiver of a link numbered stream by stream does with a good data flit
     (:meth:`StreamCheck.take`): ``skip`` it (a flit repeated, or older than the one
@@ -678,13 +691,8 @@ class FlitWriter:
         stream = as_index(stream, "stream")
         if not 0 <= stream < self.fmt.streams:
             raise ValueError(f"stream must be 0..{self.fmt.streams - 1}, not {stream}")
-        if self.fmt.sequence != "stream":
-            raise ValueError(f"status flits are for a link numbered stream by stream "
-                             f"(sequence='stream'), not {self.fmt!r}")
-        header = FlitHeader(codec=0, table=False, bank=self._bank, last=False,
-                            stream=stream, count=0, bits=0)
-        return numbered(self.fmt, self.fmt.flit(header),
-                        stream_number(self._frames[stream], 0))
+        return status_flit(self.fmt, stream, stream_number(self._frames[stream], 0),
+                           bank=self._bank)
 
     def _symbols(self, symbols):
         if self.fmt.symbol_bytes == 2:

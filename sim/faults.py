@@ -134,7 +134,7 @@ def lossy_beats(fmt, tables, flits):
     "stream"``) a flit that fails gives nothing, and a good one is judged by its stream's
     :class:`~linkcodec.golden.link.StreamCheck` first."""
     numbered = fmt.sequence == "stream"
-    reader = _reader(fmt, tables)
+    reader = FlitReader(fmt, tables)
     beats = {f"o_s{index}": [] for index in range(fmt.streams)}
     checks = [StreamCheck() for _ in range(fmt.streams)]
     spoilt = 0
@@ -166,11 +166,6 @@ def lossy_beats(fmt, tables, flits):
     return beats, spoilt, verdicts
 
 
-def _reader(fmt, tables):
-    """A :class:`FlitReader` of ``fmt`` that holds ``tables``, as both ends do."""
-    return FlitReader(fmt, tables)
-
-
 def _flit_beats(reader, flit, header):
     """The beats a good data ``flit`` gives its stream: its symbols, ``last`` on the
     last if it ends its frame (an empty flit gives a beat only if it ends the frame)."""
@@ -188,7 +183,7 @@ def hit_beats(fmt, tables, flits, hit):
     a frame an error beat (``last = 0``) and each hit flit that ends a frame an error
     beat that ends it (``last = 1``), where they were. A stream's hit flits with no
     good flit of it after them give nothing: no receiver learns of them."""
-    reader = _reader(fmt, tables)
+    reader = FlitReader(fmt, tables)
     beats = {f"o_s{index}": [] for index in range(fmt.streams)}
     lost = {index: [] for index in range(fmt.streams)}   # each stream's run of hit flits
     for index, flit in enumerate(flits):

@@ -14,8 +14,8 @@ arrives, what was sent again and what the receiver took.
 
 import numpy as np
 
-from ..golden.link import (FlitHeader, FlitWriter, deal, flit_sequence, is_status, link_stats,
-                           numbered, stream_number)
+from ..golden.link import (FlitHeader, FlitWriter, StreamCheck, deal, flit_sequence,
+                           is_status, link_stats, numbered, status_flit)
 from ..rtl.link import (DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH, LinkPair, LinkRx,
                         link_tables)
 from .beats import decoder_beats, symbol_beats
@@ -125,7 +125,7 @@ def run_link(frames, *, codec="qlc", streams=1, lanes=1, flit_bytes=256, link_by
     ``ack_delay`` cycles (:func:`retry_run` gives the keys).
     """
     if stream_numbers is None:           # the blocks' default: numbered unless with retry
-        stream_numbers = not ((faults and retry) or (retry_depth and not faults))
+        stream_numbers = not (retry if faults else retry_depth)
     if faults and retry:
         if stream_numbers:
             raise ValueError("stream_numbers is for a link without retry: faults with "
@@ -288,15 +288,19 @@ def _figures(stats, result):
 def _tx_exact(fmt, flits, per_stream):
     """Whether ``flits`` (as ``LinkTx`` sent them, in link order) are each stream's golden
     flits (``per_stream``) in order, and with retry, each numbered with its place in link
-    order and sealed (:func:`~linkcodec.golden.link.numbered`)."""
+    order and sealed (:func:`~linkcodec.golden.link.numbered`); numbered stream by stream,
+    the status flits among them each the stream's next number (a :class:`StreamCheck`
+    follows each stream)."""
     taken = {stream: 0 for stream in per_stream}
+    checks = {stream: StreamCheck() for stream in per_stream}   # (stream numbers)
     for index, flit in enumerate(flits):
         header = FlitHeader.unpack(flit)
         stream = header.stream
         mine = per_stream.get(stream, [])
         if fmt.sequence == "stream" and is_status(header):
             # A status flit between them: numbered as the stream's next flit.
-            if flit != _status_flit(fmt, header, mine[:taken.get(stream, 0)]):
+            if stream not in checks or flit != status_flit(
+                    fmt, stream, checks[stream].expected, bank=header.bank):
                 return False
             continue
         if taken.get(stream, 0) >= len(mine):
@@ -304,22 +308,10 @@ def _tx_exact(fmt, flits, per_stream):
         want = mine[taken[stream]]
         if flit != (numbered(fmt, want, index) if fmt.sequence == "link" else want):
             return False
+        if fmt.sequence == "stream":
+            checks[stream].take(flit[fmt.sequence_offset], header.last)
         taken[stream] += 1
     return all(taken[stream] == len(mine) for stream, mine in per_stream.items())
-
-
-def _status_flit(fmt, header, before):
-    """The status flit (of ``header``'s stream and bank) that a stream sends after its
-    flits ``before`` (a link numbered stream by stream)."""
-    number = 0
-    if before:
-        last = before[-1]
-        frame, place = last[fmt.sequence_offset] >> 4, last[fmt.sequence_offset] & 15
-        number = (stream_number(frame + 1, 0) if FlitHeader.unpack(last).last
-                  else stream_number(frame, place + 1))
-    return numbered(fmt, fmt.flit(FlitHeader(codec=0, table=False, bank=header.bank,
-                                             last=False, stream=header.stream, count=0,
-                                             bits=0)), number)
 
 
 def _rate(flits, count):
