@@ -430,8 +430,13 @@ class QlcDecoder(_QlcBlock):
         m.submodules.queue = queue = WordQueue(word_width=W)
         banks = self._banks(m, ~in_frame & ~queue.before_mark)
         m.d.comb += queue.mark.eq(banks.requested)
-        old_in_use = Signal()        # a word or group of the bank that became idle is in flight
-        m.d.comb += self.i_config.ready.eq(~banks.pending & ~old_in_use)
+        # ``i_config.ready`` is a register (the table writes then hang off no logic): high
+        # next cycle when no switch will be pending and no stage now holds work of the
+        # bank that will be idle (work that enters is of the active bank), so it rises a
+        # cycle after the last such work leaves.
+        ready = Signal(init=1)
+        m.d.comb += self.i_config.ready.eq(ready)
+        in_flight = []               # (valid, bank) of every stage after the queue
         config = self.i_config.payload
         table_reads = two_bank_table(
             m, "table", self.i_config, shape=8,
@@ -498,7 +503,6 @@ class QlcDecoder(_QlcBlock):
                 "bank": banks.bank}
         valid = queue.head_ready
         loads = []                                   # each stage's load enable, in order
-        in_flight = []               # (valid, bank) of every stage after the queue
         level = 1
         while level < M:
             if level > 1:
@@ -532,8 +536,7 @@ class QlcDecoder(_QlcBlock):
             "targets": data.ArrayLayout(target_width, W)})
         prepared = Signal(slot_layout)
         take = Signal()                              # the window takes the prepared word
-        load = Signal()
-        m.d.comb += load.eq(~prepared.valid | take)
+        load = prepared_load = Signal()
         with m.If(load):
             m.d.sync += [prepared.valid.eq(valid), prepared.bank.eq(word["bank"]),
                          prepared.end.eq(word["end"]),
@@ -541,6 +544,8 @@ class QlcDecoder(_QlcBlock):
                          prepared.data.eq(word["data"])]
             m.d.sync += [prepared.targets[position].eq(targets[position])
                          for position in range(W)]
+        with m.Elif(take):
+            m.d.sync += prepared.valid.eq(0)
         for stage_load, stage_valid in reversed(loads):
             m.d.comb += stage_load.eq(~stage_valid | load)
             load = stage_load
@@ -553,6 +558,17 @@ class QlcDecoder(_QlcBlock):
                          pos_width=pos_width)
         slots, jumps, group_end, step, done, advance = (
             loop.slots, loop.jumps, loop.group_end, loop.step, loop.done, loop.advance)
+        # Where a group takes at most a third of two words (1 lane at the default width),
+        # the prepared word is replaced only when it is sure to go into the window (its
+        # last slot is free) or there is none, from registers alone; ``take`` also follows
+        # the loop (a full window that drops a slot), the longest path back to the queue.
+        # A word taken that way leaves ``prepared`` empty for a cycle, and two slots
+        # dropped in a row leave the position at most ``W - 1 + 2 * span - 2 * W``, so
+        # the group after them needs no word that is not in: no cycle is lost.
+        if 3 * span <= 2 * W + 1:
+            m.d.comb += prepared_load.eq(~prepared.valid | ~slots[-1].valid)
+        else:
+            m.d.comb += prepared_load.eq(~prepared.valid | take)
         end_known, end_pos, end_fault = loop.end_known, loop.end_pos, loop.end_fault
 
         # -- after the loop: one pipeline, every stage moves on ``advance`` ------------------
@@ -622,11 +638,11 @@ class QlcDecoder(_QlcBlock):
                 m.d.comb += room.eq(ctrl["end_pos"] - at)
                 present = ~ctrl["end_known"] | (room > 0)
                 complete = ~ctrl["end_known"] | (room >= _MIN_CODE_LENGTH + entry.suffix_bits)
-                # (the rank, base + suffix, is worked out in the beat's stage)
+                # (the rank, base + suffix, is added in the beat's stage)
                 lanes[lane] = {"present": present,
                                "good": present & complete & (field < entry.limit),
-                               "base": entry.base, "field": field,
-                               "suffix_bits": entry.suffix_bits}
+                               "base": entry.base,
+                               "suffix": field >> (8 - entry.suffix_bits)[:4]}
                 offsets[sub] = (offsets[sub] + _MIN_CODE_LENGTH
                                 + entry.suffix_bits)[:len(offsets[sub])]
             ctrl = restage(f"lanes{i}", ctrl)
@@ -642,8 +658,7 @@ class QlcDecoder(_QlcBlock):
         # with an error unless that lane is past the frame's end in a frame with no fault.
         beat_count, beat_last, beat_error, dropping = beat_end(m, lanes, ctrl, advance)
         for lane, read in zip(lanes, table_reads):
-            suffix = lane["field"] >> (8 - lane["suffix_bits"])[:4]
-            m.d.comb += [read.addr.eq(Cat((lane["base"] + suffix)[:8], ctrl["bank"])),
+            m.d.comb += [read.addr.eq(Cat((lane["base"] + lane["suffix"])[:8], ctrl["bank"])),
                          read.en.eq(advance)]
         with m.If(advance):
             m.d.sync += [
@@ -660,5 +675,11 @@ class QlcDecoder(_QlcBlock):
         # writes (the beat in ``o`` has read its symbols already).
         in_flight += [(prepared.valid, prepared.bank)]
         in_flight += [(slot.valid, slot.bank) for slot in slots]
-        m.d.comb += old_in_use.eq(banks.idle_in_use(in_flight))
+        flip = banks.bank != banks.active            # the switch is made this cycle
+        pending = Mux(flip, 0, banks.pending | banks.requested)
+        next_active = banks.bank
+        old_in_use = 0
+        for valid, bank in in_flight:
+            old_in_use = old_in_use | (valid & (bank != next_active))
+        m.d.sync += ready.eq(~pending & ~old_in_use)
         return m

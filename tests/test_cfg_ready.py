@@ -18,7 +18,8 @@ are read, which differs by decoder:
 
 In the QLC and Huffman decoders a frame's work ends with the loop's end-of-frame group
 (``done``), which trails its last beat by a stage or two and gives no beat: writes wait
-for it too, so they go a cycle or two after the frame's last beat has left.
+for it too, so they go a cycle or two after the frame's last beat has left (the QLC
+decoder's ``i_config.ready`` is a register, a cycle more).
 :data:`WRITE_TAKEN` holds these counts. The Huffman decoders also hold writes while the
 working bank's length tables are being derived from its limits (a write to the other
 bank's limits would restart that sweep there).
@@ -52,7 +53,7 @@ from linkcodec.sim.harness import first_mismatch, run_beats, shared_build
 #: taken no earlier than when the bank's last frame has ``waiting`` beats left in the
 #: decoder, all past the bank's reads, and no later than ``after`` cycles after that
 #: frame's last beat has left.
-WRITE_TAKEN = {"qlc-decoder": (1, 2), "huffman-decoder": (0, 2),
+WRITE_TAKEN = {"qlc-decoder": (1, 3), "huffman-decoder": (0, 2),
                "huffman-decoder-bf16": (0, 2), "exponent-decoder": (2, 1)}
 #: Cycles the output stays held after the switch to B, with A's first write offered:
 #: more than the 273 that a Huffman decoder may take after B's last limit write (before

@@ -92,7 +92,7 @@ FRAME_END_COST = {
     "huffman-encoder": 1,
     "huffman-encoder-bf16": 1,
     "exponent-encoder": 1,
-    "qlc-decoder": 11,
+    "qlc-decoder": 10,
     "huffman-decoder": 12,
     "huffman-decoder-bf16": 0,
     "exponent-decoder": 4,
