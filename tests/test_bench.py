@@ -179,7 +179,7 @@ def test_results_page_parts_and_plots(tmp_path):
     write_results(page, synthesis=_fake_synthesis_rows(123.0), codecs=_fake_codec_rows())
     text = page.read_text()
     assert text.startswith("# Results") and "do not edit it by hand" in text
-    assert "| qlc-decoder | 2 | 32 | 1.980 | 61.5 | 121.8 | 2,000 |" in _part(text, "synthesis")
+    assert "| qlc-decoder | 2 | 32 | 1.980 | 61.5 | - | 121.8 | 2,000 |" in _part(text, "synthesis")
     assert "| ffn2_act | 2,100 | 1.0 | 2.0 |" in _part(text, "codecs")
     for name in ("msymbols", "luts", "compressibility"):
         plot = tmp_path / f"results_{name}.png"

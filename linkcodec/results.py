@@ -1,0 +1,96 @@
+"""The hardware results table and the Verilog each row measured.
+
+``linkcodec bench --synthesis`` measures every block of the registry at each lane count
+and the link shapes of :data:`LINK_SHAPES` (:mod:`linkcodec.report`, median of
+:data:`SEEDS` nextpnr seeds) and writes them twice: as the hardware part of
+``docs/results.md`` and, machine-readable, as ``docs/results.json``. Each row carries
+``verilog_sha256``, the SHA-256 of the Verilog that ``linkcodec generate`` writes for it
+and that synthesis read. :func:`stale_rows` regenerates each row's Verilog (no synthesis)
+and names every row whose hash differs: a change to a block's RTL lands with its figures
+measured again (``tests/test_results.py`` runs it in ``make test``).
+"""
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+__all__ = ["SEEDS", "LINK_SHAPES", "RESULTS_JSON", "verilog_sha256", "row_verilog",
+           "row_name", "read_rows", "write_rows", "stale_rows"]
+
+#: nextpnr seeds of every row: Fmax is their median, with the lowest and highest beside it.
+SEEDS = 3
+
+#: The link shapes the table holds, ``(block, codec, streams)``, each at 1 lane, 256-byte
+#: flits, 64 link bytes a cycle, tables in band, stream numbers on and no retry (the
+#: defaults of ``linkcodec generate link-tx|link-rx``).
+LINK_SHAPES = [(kind, codec, 4) for codec in ("qlc", "huffman", "exponent")
+               for kind in ("link-tx", "link-rx")]
+
+#: The table, machine-readable, beside the page it is rendered into.
+RESULTS_JSON = Path(__file__).resolve().parents[1] / "docs" / "results.json"
+
+#: The keys of a row that say which Verilog it is (the rest are figures).
+_LINK_KEYS = ("codec", "streams", "tables_in_band", "retry_depth", "stream_numbers")
+
+
+def verilog_sha256(path):
+    """The SHA-256 (hex) of the Verilog file at ``path``."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def row_name(row):
+    """A row in words: ``qlc-decoder at 1 lane``, ``link-rx (qlc, 4 streams) at 1 lane``."""
+    lanes = f"{row['lanes']} lane" + ("" if row["lanes"] == 1 else "s")
+    if "codec" in row:
+        return f"{row['block']} ({row['codec']}, {row['streams']} streams) at {lanes}"
+    return f"{row['block']} at {lanes}"
+
+
+def row_verilog(row, output):
+    """Write the Verilog that ``row`` (an entry of ``linkcodec report --json``) measured
+    into ``output``, as ``linkcodec generate`` does; its path."""
+    from .generate import generate, generate_link
+
+    if "codec" in row:
+        options = {key: row[key] for key in _LINK_KEYS}
+        return generate_link(row["block"], lanes=row["lanes"],
+                             link_bytes=row["word_width"] // 8, output=output, **options)[0]
+    return generate(row["block"], lanes=row["lanes"], word_width=row["word_width"],
+                    output=output)[0]
+
+
+def read_rows(path=RESULTS_JSON):
+    """The rows of the table at ``path`` (``docs/results.json``)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: run `linkcodec bench --synthesis`")
+    return json.loads(path.read_text())["rows"]
+
+
+def write_rows(rows, path=RESULTS_JSON):
+    """Write ``rows`` as the table at ``path``, each with the keys that say what it
+    measured and its figures."""
+    keep = ("block", "lanes", "word_width", *_LINK_KEYS, "module", "verilog_sha256",
+            "device", "luts", "ffs", "ram_cells", "gates_nand2", "seeds", "fmax_mhz",
+            "fmax_by_seed", "symbols_per_cycle", "msymbols_per_s", "link_bytes_per_symbol",
+            "latency_cycles",
+            "hierarchical", "pinned", "bit_exact", "tools")
+    table = [{key: row[key] for key in keep if key in row} for row in rows]
+    Path(path).write_text(json.dumps({"made_by": "linkcodec bench --synthesis",
+                                      "rows": table}, indent=1) + "\n")
+
+
+def stale_rows(rows, *, verilog=row_verilog):
+    """A line for every row of ``rows`` whose Verilog, generated again now
+    (``verilog(row, output)`` gives its path), is not the Verilog it measured; empty when
+    every row is of this code."""
+    stale = []
+    for row in rows:
+        with tempfile.TemporaryDirectory(prefix="linkcodec-results-") as scratch:
+            now = verilog_sha256(verilog(row, scratch))
+        if now != row["verilog_sha256"]:
+            stale.append(f"{row_name(row)} (module {row['module']}): the table's row measured "
+                         f"Verilog {row['verilog_sha256'][:12]}, the code now makes "
+                         f"{now[:12]}; measure it again with `linkcodec bench --synthesis`")
+    return stale
