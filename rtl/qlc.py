@@ -27,7 +27,8 @@ keeps the bank it came in under, even while its words still wait in the decoder'
 (:class:`~.bitpack.WordQueue` marks the write among them). So a code swap
 costs no idle cycle. While a switch is pending, and while a beat or word of the bank that
 became idle is still where the idle bank's tables are read, ``i_config.ready`` is low, so
-the next code's writes cannot reach a bank in use. :func:`config_writes` makes the writes
+the next code's writes cannot reach a bank in use (the decoder's ``i_config.ready`` is a
+register: it rises the cycle after the last such word or group has left). :func:`config_writes` makes the writes
 that load a code and switch to it.
 
 **Reset** (``rst``) clears stream state and never touches a table: both banks of every
