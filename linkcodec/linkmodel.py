@@ -117,43 +117,47 @@ def stream_figures(parts):
                          fmax_mhz=min(part.fmax_mhz for part in parts), parts=parts)
 
 
-# Where the figures come from. Symbols per cycle: the no-stall run `linkcodec bench
-# --hardware` makes (the tensor `linkcodec report` simulates), at commit 0b6f1d4; latency:
-# the blocks' `latency` property, which the contract suite measures (check_latency) and
-# docs/blocks.md tabulates; Fmax and LUTs: `linkcodec report` (ECP5 LFE5U-85F speed 6,
-# out of context, nextpnr seed 1).
+# Where the figures come from: the results table (`linkcodec bench --synthesis`,
+# docs/results.md, its rows in linkcodec/data/results.json, each measured on the Verilog
+# the code makes now: tests/test_results.py). Symbols per cycle: the no-stall run `linkcodec
+# report` simulates on the tensor below; latency: the block's `latency` property, which
+# the contract suite measures (check_latency); Fmax (the median of nextpnr seeds 1-3) and
+# LUTs: ECP5 LFE5U-85F speed 6, out of context.
 _E4M3_SAMPLE = "linkcodec/data/minilm_l3_ffn2_act_s0.npy"
 _BF16_SAMPLE = "linkcodec/data/minilm_bf16_l4_ffn2_act_s0.npy"
 
 
-def _part(block, lanes, symbols_per_cycle, latency_cycles, fmax_mhz, luts, sample):
+def _part(block, lanes, sample):
+    from .results import SEEDS, table_row
+
+    row = table_row(block, lanes)
     lanes_option = "" if lanes == min(DEFAULT_LANES.values()) else f" --lanes {lanes}"
-    return Part(block, lanes, symbols_per_cycle, latency_cycles, fmax_mhz, luts, {
-        "symbols_per_cycle": f"linkcodec sim {block}{lanes_option} --json {sample}",
-        "latency_cycles": (f"python -c \"from linkcodec.sim.blocks import get_block; "
-                           f"print(get_block('{block}').build(lanes={lanes}).latency)\""),
-        "fmax_mhz": f"linkcodec report {block}{lanes_option}",
-        "luts": f"linkcodec report {block}{lanes_option}",
-    })
+    report = f"linkcodec report {block}{lanes_option} --seeds {SEEDS}"
+    return Part(block, lanes, row["symbols_per_cycle"], row["latency_cycles"],
+                round(row["fmax_mhz"], 1), row["luts"], {
+                    "symbols_per_cycle": f"linkcodec sim {block}{lanes_option} --json {sample}",
+                    "latency_cycles": report, "fmax_mhz": report, "luts": report})
 
 
 #: Measured figures of each codec's stream, by ``(codec, lanes)``: the encoder and the
 #: decoder, each a :class:`Part` with the command beside every figure. A codec at lanes
 #: not listed here has no measured figures (measure them and add an entry).
-MEASURED = {
-    ("qlc", 1): (
-        _part("qlc-encoder", 1, 0.9999, 6, 129.7, 769, _E4M3_SAMPLE),
-        _part("qlc-decoder", 1, 0.9999, 8, 122.0, 826, _E4M3_SAMPLE),
-    ),
-    ("huffman", 1): (
-        _part("huffman-encoder", 1, 0.9999, 5, 136.1, None, _E4M3_SAMPLE),
-        _part("huffman-decoder", 1, 0.9999, 12, 115.6, 1228, _E4M3_SAMPLE),
-    ),
-    ("exponent", 4): (
-        _part("exponent-encoder", 4, 3.9984, 5, 142.3, 1839, _BF16_SAMPLE),
-        _part("exponent-decoder", 4, 3.9977, 7, 109.5, 1963, _BF16_SAMPLE),
-    ),
-}
+def _from_table(make):
+    """``make()``, or ``{}`` while the results table is missing or lacks a row (then
+    :func:`figures_for` says that nothing is measured)."""
+    try:
+        return make()
+    except LookupError:
+        return {}
+
+
+MEASURED = _from_table(lambda: {
+    ("qlc", 1): (_part("qlc-encoder", 1, _E4M3_SAMPLE), _part("qlc-decoder", 1, _E4M3_SAMPLE)),
+    ("huffman", 1): (_part("huffman-encoder", 1, _E4M3_SAMPLE),
+                     _part("huffman-decoder", 1, _E4M3_SAMPLE)),
+    ("exponent", 4): (_part("exponent-encoder", 4, _BF16_SAMPLE),
+                      _part("exponent-decoder", 4, _BF16_SAMPLE)),
+})
 
 #: The link's own blocks (LinkTx, LinkRx), in series with every codec's stream: empty
 #: until they are measured; each joins as a :class:`Part` (its symbols per cycle,
@@ -164,11 +168,12 @@ LINK_PARTS = ()
 class LinkHardware(NamedTuple):
     """``LinkTx`` driving ``LinkRx`` as measured at ``streams`` streams: a stream's
     ``symbols_per_cycle`` (the link's over ``streams``, no stalls, the bundled sample's step
-    3), ``latency_cycles`` (the longest any symbol took from ``LinkTx``'s input to
+    3) and ``latency_cycles`` (the longest any symbol took from ``LinkTx``'s input to
     ``LinkRx``'s output: the flit's fill, the encoder, the link and the decoder, all
-    counted), ``fmax_mhz`` (the slower of the two), ``luts`` (both) and the ``commands``
-    that measured them. ``link_side_bytes`` is the most flit bytes ``LinkTx`` puts on its
-    link a cycle, whatever the streams do: its link side moves a row of
+    counted), in simulation; ``fmax_mhz`` (the slower of the two) and ``luts`` (both) from
+    the results table, at ``synthesis_streams``, the widest shape it holds; and the
+    ``commands`` that measured them. ``link_side_bytes`` is the most flit bytes ``LinkTx``
+    puts on its link a cycle, whatever the streams do: its link side moves a row of
     :data:`~linkcodec.rtl.link.LINK_PIECE_BYTES` a cycle (rtl/link.py)."""
 
     streams: int
@@ -178,26 +183,35 @@ class LinkHardware(NamedTuple):
     luts: int
     commands: dict
     link_side_bytes: int = LINK_PIECE_BYTES
+    synthesis_streams: int = None
+
+
+def _link_hardware(codec, *, streams, symbols_per_cycle, latency_cycles):
+    """A :class:`LinkHardware` whose cycles were simulated at ``streams`` and whose Fmax
+    and LUTs are the results table's widest ``LinkTx`` and ``LinkRx`` of ``codec``."""
+    from .results import LINK_SHAPES, SEEDS, table_row
+
+    widest = max(count for _, name, count in LINK_SHAPES if name == codec)
+    rows = [table_row(kind, 1, codec=codec, streams=widest) for kind in ("link-tx", "link-rx")]
+    report = f"linkcodec report link-tx link-rx --codec {codec} --streams {widest} --seeds {SEEDS}"
+    simulated = f"linkcodec report link-rx --codec {codec} --streams {streams}"
+    return LinkHardware(
+        streams=streams, symbols_per_cycle=symbols_per_cycle, latency_cycles=latency_cycles,
+        fmax_mhz=round(min(row["fmax_mhz"] for row in rows), 1),
+        luts=sum(row["luts"] for row in rows), synthesis_streams=widest,
+        commands={"symbols_per_cycle": simulated, "latency_cycles": simulated,
+                  "fmax_mhz": report, "luts": report})
 
 
 #: The link hardware's measured figures by ``(codec, lanes, flit_bytes)``; where an entry
 #: is, ``linkcodec link`` takes a stream's rate, the latency and Fmax from it instead of
-#: from the codec blocks and the fill estimate.
-LINK_HARDWARE = {
-    # 16 streams of 1-lane QLC with tables in band and the CRC (`linkcodec report link-tx
-    # link-rx --codec qlc --streams 16`, seed 1, both placed with their floorplan): LinkTx
-    # 100.5 MHz on 41,849 LUTs (2d9a44a), LinkRx 97.88 MHz on 44,911 LUTs (9e36cb7; its
-    # seeds 2-3 91.33 and 97.88); 15.714 symbols a cycle over the 16 streams and 1,003
-    # cycles at most, as its simulation (`link_throughput`) measured them.
-    ("qlc", 1, 256): LinkHardware(
-        streams=16, symbols_per_cycle=0.9821, latency_cycles=1003, fmax_mhz=97.9,
-        luts=41849 + 44911, commands={
-            "symbols_per_cycle": "linkcodec report link-rx --codec qlc --streams 16",
-            "latency_cycles": "linkcodec report link-rx --codec qlc --streams 16",
-            "fmax_mhz": "linkcodec report link-tx link-rx --codec qlc --streams 16",
-            "luts": "linkcodec report link-tx link-rx --codec qlc --streams 16",
-        }),
-}
+#: from the codec blocks and the fill estimate. 16 streams of 1-lane QLC with tables in
+#: band and the CRC: 15.714 symbols a cycle over the 16 streams and 1,003 cycles at most,
+#: as its simulation (`link_throughput`) measured them.
+LINK_HARDWARE = _from_table(lambda: {
+    ("qlc", 1, 256): _link_hardware("qlc", streams=16, symbols_per_cycle=0.9821,
+                                    latency_cycles=1003),
+})
 
 
 def render_measured(measured=None):
@@ -226,7 +240,8 @@ def figures_for(codec, lanes=None):
     if (codec, lanes) not in MEASURED:
         have = ", ".join(str(n) for c, n in MEASURED if c == codec)
         raise ValueError(f"no measured figures for {codec} at {lanes} lanes (measured: "
-                         f"lanes {have}); measure them and add them to MEASURED")
+                         f"lanes {have or 'none'}); measure them (`linkcodec bench "
+                         f"--synthesis`, docs/results.md) and add them to MEASURED")
     return stream_figures(MEASURED[codec, lanes] + tuple(LINK_PARTS))
 
 
@@ -526,8 +541,10 @@ def format_answer(answer, sample=None):
             f"`{hardware['commands']['latency_cycles']}`) + serialisation "
             f"{lat['serialisation_ns']:,.2f} ns (one flit on the wire, checked whole); not "
             "counted: PHY, flight time, waiting for the wire")
-        lines.append(f"  measured on the link hardware at {hardware['streams']} streams: "
-                     f"`{hardware['commands']['fmax_mhz']}` ({hardware['luts']:,} LUTs)")
+        lines.append(f"  the link hardware's cycles measured at {hardware['streams']} streams; "
+                     f"its Fmax and area at {hardware['synthesis_streams']}, the widest in "
+                     f"docs/results.md: {hardware['fmax_mhz']:g} MHz, {hardware['luts']:,} "
+                     f"LUTs (`{hardware['commands']['fmax_mhz']}`)")
     else:
         lines.append(f"latency added: {lat['total_cycles']:,.1f} cycles = {lat['total_ns']:,.1f} "
                  f"ns at {a['clock_mhz']:g} MHz: codecs {lat['codec_cycles']:g} cycles "
@@ -545,8 +562,9 @@ def format_answer(answer, sample=None):
         f"flight)")
     if a["above_fmax"] and hardware:
         lines.append(f"note: {a['clock_mhz']:g} MHz is above the Fmax the ECP5 flow reached "
-                     f"for the link hardware, {a['stream_fmax_mhz']:g} MHz; the figures assume "
-                     "a faster process keeps the same symbols a cycle and cycles of latency")
+                     f"for the link hardware, {a['stream_fmax_mhz']:g} MHz at "
+                     f"{hardware['synthesis_streams']} streams; the figures assume a faster "
+                     "process keeps the same symbols a cycle and cycles of latency")
     elif a["above_fmax"]:
         slowest = min(a["parts"], key=lambda part: part["fmax_mhz"]) if a["parts"] else None
         where = (f" ({slowest['block']}: `{slowest['commands']['fmax_mhz']}`)"

@@ -3,7 +3,7 @@
 ``linkcodec bench --synthesis`` measures every block of the registry at each lane count
 and the link shapes of :data:`LINK_SHAPES` (:mod:`linkcodec.report`, median of
 :data:`SEEDS` nextpnr seeds) and writes them twice: as the hardware part of
-``docs/results.md`` and, machine-readable, as ``docs/results.json``. Each row carries
+``docs/results.md`` and, machine-readable, as ``linkcodec/data/results.json``. Each row carries
 ``verilog_sha256``, the SHA-256 of the Verilog that ``linkcodec generate`` writes for it
 and that synthesis read. :func:`stale_rows` regenerates each row's Verilog (no synthesis)
 and names every row whose hash differs: a change to a block's RTL lands with its figures
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["SEEDS", "LINK_SHAPES", "RESULTS_JSON", "verilog_sha256", "row_verilog",
-           "row_name", "read_rows", "write_rows", "stale_rows"]
+           "row_name", "read_rows", "table_row", "write_rows", "stale_rows"]
 
 #: nextpnr seeds of every row: Fmax is their median, with the lowest and highest beside it.
 SEEDS = 3
@@ -27,8 +27,9 @@ SEEDS = 3
 LINK_SHAPES = [(kind, codec, 4) for codec in ("qlc", "huffman", "exponent")
                for kind in ("link-tx", "link-rx")]
 
-#: The table, machine-readable, beside the page it is rendered into.
-RESULTS_JSON = Path(__file__).resolve().parents[1] / "docs" / "results.json"
+#: The table, machine-readable: package data, so that ``linkcodec link`` reads its figures
+#: from an installed wheel too.
+RESULTS_JSON = Path(__file__).resolve().parent / "data" / "results.json"
 
 #: The keys of a row that say which Verilog it is (the rest are figures).
 _LINK_KEYS = ("codec", "streams", "tables_in_band", "retry_depth", "stream_numbers")
@@ -61,11 +62,24 @@ def row_verilog(row, output):
 
 
 def read_rows(path=RESULTS_JSON):
-    """The rows of the table at ``path`` (``docs/results.json``)."""
+    """The rows of the table at ``path``; a ``LookupError`` if there is none."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: run `linkcodec bench --synthesis`")
+        raise LookupError(f"{path} does not exist: run `linkcodec bench --synthesis`")
     return json.loads(path.read_text())["rows"]
+
+
+def table_row(block, lanes=1, *, codec=None, streams=None, path=RESULTS_JSON):
+    """The row of the table at ``path`` for ``block`` at ``lanes`` (a link block's:
+    ``codec`` and ``streams`` too); a ``LookupError`` naming it if the table has none."""
+    for row in read_rows(path):
+        if (row["block"], row["lanes"], row.get("codec"), row.get("streams")) \
+                == (block, lanes, codec, streams):
+            return row
+    wanted = {"block": block, "lanes": lanes, "codec": codec, "streams": streams}
+    raise LookupError(f"the results table ({path}) has no row for "
+                      f"{row_name({key: value for key, value in wanted.items() if value is not None})}: "
+                      f"add the shape to `linkcodec bench --synthesis` and run it")
 
 
 def write_rows(rows, path=RESULTS_JSON):
@@ -75,7 +89,7 @@ def write_rows(rows, path=RESULTS_JSON):
             "device", "luts", "ffs", "ram_cells", "gates_nand2", "seeds", "fmax_mhz",
             "fmax_by_seed", "symbols_per_cycle", "msymbols_per_s", "link_bytes_per_symbol",
             "latency_cycles",
-            "hierarchical", "pinned", "bit_exact", "tools")
+            "hierarchical", "pinned", "bit_exact", "tools", "unmeasured")
     table = [{key: row[key] for key in keep if key in row} for row in rows]
     Path(path).write_text(json.dumps({"made_by": "linkcodec bench --synthesis",
                                       "rows": table}, indent=1) + "\n")
