@@ -28,8 +28,8 @@ keeps the bank it came in under, even while its words still wait in the decoder'
 costs no idle cycle. While a switch is pending, and while a beat or word of the bank that
 became idle is still where the idle bank's tables are read, ``i_config.ready`` is low, so
 the next code's writes cannot reach a bank in use (the decoder's ``i_config.ready`` is a
-register: it rises the cycle after the last such word or group has left). :func:`config_writes` makes the writes
-that load a code and switch to it.
+register: it rises the cycle after the last such word or group has left).
+:func:`config_writes` makes the writes that load a code and switch to it.
 
 **Reset** (``rst``) clears stream state and never touches a table: both banks of every
 table and the active-bank select keep what was last loaded, or their elaboration-time
@@ -678,9 +678,6 @@ class QlcDecoder(_QlcBlock):
         in_flight += [(slot.valid, slot.bank) for slot in slots]
         flip = banks.bank != banks.active            # the switch is made this cycle
         pending = Mux(flip, 0, banks.pending | banks.requested)
-        next_active = banks.bank
-        old_in_use = 0
-        for valid, bank in in_flight:
-            old_in_use = old_in_use | (valid & (bank != next_active))
+        old_in_use = banks.idle_in_use(in_flight, active=banks.bank)
         m.d.sync += ready.eq(~pending & ~old_in_use)
         return m

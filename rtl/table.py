@@ -160,13 +160,15 @@ class BankSwitch:
     def __init__(self, active, bank, pending, requested):
         self.active, self.bank, self.pending, self.requested = active, bank, pending, requested
 
-    def idle_in_use(self, in_flight):
+    def idle_in_use(self, in_flight, *, active=None):
         """Whether any of ``in_flight`` (``(valid, bank)`` pairs, one a pipeline stage
         that reads a table) holds work of the idle bank: then a config write, which goes
-        to that bank, must wait."""
+        to that bank, must wait. ``active``: the bank taken as active (default
+        :attr:`active`; a registered ``ready`` asks of next cycle's, :attr:`bank`)."""
+        active = self.active if active is None else active
         used = 0
         for valid, bank in in_flight:
-            used = used | (valid & (bank != self.active))
+            used = used | (valid & (bank != active))
         return used
 
 
