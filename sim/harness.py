@@ -166,16 +166,27 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
 
     text = runner.verilog_text(component, name="top")
     build_root = Path(build_root or runner.BUILD_ROOT)
-    build_dir = build_root / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    # One build per Verilog text, whatever the caller names it: two tests that build the
+    # same block under two names share one model (``names`` in the folder lists them).
+    build_dir = build_root / f"top-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
     if simulator != "verilator":
         build_dir = build_dir.with_name(f"{build_dir.name}-{simulator}")
     with runner.build_lock(build_dir):
+        _note_name(build_dir, name)
         return _build_and_run(text, build_dir, name=name, simulator=simulator,
                               in_ports=in_ports, out_ports=out_ports, inputs=inputs,
                               expected=expected, config=config, idle=idle, stall=stall,
                               seed=seed, settle=settle, early=early,
                               early_cycles=early_cycles, watch=dict(watch or {}),
                               gates=gates)
+
+
+def _note_name(build_dir, name):
+    """Add ``name`` to the names of the model in ``build_dir`` (for a reader of ``build/``)."""
+    names = build_dir / "names"
+    known = names.read_text().split() if names.exists() else []
+    if name not in known:
+        names.write_text("".join(f"{known_name}\n" for known_name in [*known, name]))
 
 
 def _check_gates(gates, streams, outputs, name):

@@ -9,6 +9,7 @@ Random idle and backpressure are on; the seed is printed (``LINKCODEC_SEED`` rep
 """
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -384,3 +385,23 @@ def test_verilog_text_converts_a_component_once(monkeypatch):
     assert "module other" in runner.verilog_text(block, name="other") and len(calls) == 2
     assert runner.verilog_text(QlcDecoder(lanes=1), name="top") == first
     assert len(calls) == 3
+
+
+def test_one_build_serves_every_name_of_the_same_verilog(tmp_path, seed):
+    """Two runs of the same Verilog under two names build one model, in one folder whose
+    ``names`` lists both; other Verilog gets a folder of its own."""
+    symbols = np.arange(40, dtype=np.uint8)
+    results = [run_beats(SymbolInverter(lanes=1, width=8),
+                         inputs={"i": symbol_beats([symbols], 1)},
+                         expected={"o": symbol_beats([~symbols], 1)}, seed=seed,
+                         build_root=tmp_path, name=name)
+               for name in ("first_name", "second_name")]
+    assert all(result["bit_exact"] for result in results), f"seed {seed}"
+    folder = results[0]["build_dir"]
+    assert results[1]["build_dir"] == folder
+    assert Path(folder, "names").read_text().split() == ["first_name", "second_name"]
+    other = run_beats(SymbolInverter(lanes=2, width=8),
+                      inputs={"i": symbol_beats([symbols], 2)},
+                      expected={"o": symbol_beats([~symbols], 2)}, seed=seed,
+                      build_root=tmp_path, name="first_name")
+    assert other["bit_exact"] and other["build_dir"] != folder
