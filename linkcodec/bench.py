@@ -26,7 +26,9 @@ Sections:
   the page the ``--codecs`` section writes);
 - ``--synthesis``: ``linkcodec report`` on every block at each ``--lanes``: symbols per
   cycle, ECP5 Fmax, LUTs and FFs, NAND2 gates, Msymbols/s; with both QLC and Huffman
-  blocks, the two side by side at lanes 1, 2 and 4 with their compressibility;
+  blocks, the two side by side at lanes 1, 2 and 4 with their compressibility; with
+  ``--stale``, only the shapes whose Verilog changed since the table measured them (the
+  rows ``tests/test_results.py`` names) or that it lacks are measured, the others kept;
 - ``--fuzz``: 10,000 fuzzed frames through each decoder of :data:`FUZZ_CASES` (QLC and
   Huffman at lanes 1 and 4, bf16 Huffman at 1 and 2), random idle and backpressure,
   against the golden model: mismatches and hangs;
@@ -60,7 +62,7 @@ from .tables import class_table, format_table, markdown_table
 __all__ = ["CODECS", "CONTRACT_PATTERNS", "PARTS", "RESULTS_PATH",
            "HUFFMAN_LIMITS", "add_arguments", "codec_classes", "codec_rows", "contract_rows",
            "hardware_rows", "huffman_limit_rows", "render_huffman_limits",
-           "replace_part", "run", "synthesis_rows", "write_results"]
+           "replace_part", "run", "synthesis_rows", "table_beside", "write_results"]
 
 #: The results page: ``docs/results.md`` of the repository this package is installed from
 #: (editable install: the package folder sits in the repository).
@@ -112,6 +114,10 @@ def add_arguments(parser):
     parser.add_argument("--synthesis", action="store_true",
                         help="ECP5 and gate-count synthesis of every block at --lanes; "
                              "rewrites that part of the results page")
+    parser.add_argument("--stale", action="store_true",
+                        help="with --synthesis: measure only the shapes whose Verilog the "
+                             "table's row did not measure (a changed block) or that it "
+                             "lacks; keep the other rows as they are")
     parser.add_argument("--lanes", type=int, nargs="+", default=[1, 2, 4, 8],
                         help="lane counts of --hardware and --synthesis (default 1 2 4 8)")
     parser.add_argument("--results", type=Path, default=RESULTS_PATH, metavar="PATH",
@@ -141,20 +147,25 @@ def block_lanes(lanes_list):
             if lanes in block.lanes]
 
 
-def synthesis_rows(lanes_list, *, seeds=None, links=None, progress=True):
+def synthesis_rows(lanes_list, *, seeds=None, links=None, progress=True, keep=()):
     """Every block of the harness at each lane count (:func:`linkcodec.hardware.report_row`)
     and the link shapes ``links`` (default :data:`linkcodec.results.LINK_SHAPES`,
     :func:`linkcodec.report.link_report_row`), ECP5-85k speed 6, out of context, 100 MHz
     target, the median Fmax of nextpnr seeds 1 to ``seeds`` (default
-    :data:`linkcodec.results.SEEDS`): the entries ``linkcodec report --json`` prints."""
+    :data:`linkcodec.results.SEEDS`): the entries ``linkcodec report --json`` prints.
+
+    A row of ``keep`` (rows of the table whose Verilog the code still makes:
+    :func:`linkcodec.results.current_rows`) measured at ``seeds`` seeds stands for its
+    shape, which is not measured again (``--stale``)."""
     from tqdm import tqdm
 
     from .hardware import report_row
     from .report import link_report_row
-    from .results import LINK_SHAPES, SEEDS
+    from .results import LINK_SHAPES, SEEDS, row_key
     from .synth import ToolError
 
     seeds = SEEDS if seeds is None else seeds
+    kept = {row_key(row): row for row in keep if row["seeds"] == seeds}
     cases = [(block, lanes, None) for block, lanes in block_lanes(lanes_list)]
     cases += [(kind, 1, (codec, streams))
               for kind, codec, streams in (LINK_SHAPES if links is None else links)]
@@ -162,7 +173,10 @@ def synthesis_rows(lanes_list, *, seeds=None, links=None, progress=True):
     with tqdm(cases, desc="synthesis", unit="block", disable=None if progress else True) \
             as bar:
         for block, lanes, link in bar:
-            if link is None:
+            key = (block, lanes, *(link or (None, None)))
+            if key in kept:
+                rows.append(kept[key])
+            elif link is None:
                 bar.set_postfix_str(f"{block} x{lanes}")
                 try:
                     rows.append(report_row(block, lanes, seeds=seeds))
@@ -1015,9 +1029,9 @@ def _synthesis_part(rows, page, lanes):
     from .hardware import hardware_bf16_file, hardware_file
     from .plot import plot_by_lanes
     from .report import render
-    from .results import LINK_SHAPES, RESULTS_JSON, write_rows
+    from .results import LINK_SHAPES, write_rows
 
-    table = RESULTS_JSON if page.resolve() == RESULTS_PATH else page.with_suffix(".json")
+    table = table_beside(page)
     write_rows(rows, table)
     table_link = (Path(os.path.relpath(table, page.parent)).as_posix())
     lanes_option = "" if lanes == [1, 2, 4, 8] else " --lanes " + " ".join(map(str, lanes))
@@ -1048,7 +1062,8 @@ the lowest and highest beside it (placement noise moves it by 5-10 % from seed t
 from one Verilog text of the same logic to another). *Verilog* is the start of the SHA-256
 of the Verilog each row measured: `make test` generates every row's Verilog again and
 fails on a row whose hash differs (`tests/test_results.py`), so a figure here is of the
-code beside it. LUTs are
+code beside it; `linkcodec bench --synthesis --stale` measures those rows again and keeps
+the others. LUTs are
 `TRELLIS_COMB` cells, RAM cells `TRELLIS_RAMW` plus `DP16KD`. Gates are NAND2 equivalents
 from yosys' generic synthesis (weights in `linkcodec/synth.py`; tables counted as
 flip-flops). Symbols per cycle are simulated under Verilator on
@@ -1406,13 +1421,33 @@ SECTIONS = [
      lambda args: _link_overhead(), _render_link_overhead),
     ("hardware", "Cycles per symbol, no stalls", lambda args: hardware_rows(args.lanes),
      render_hardware),
-    ("synthesis", "Symbols per second and area", lambda args: synthesis_rows(args.lanes),
+    ("synthesis", "Symbols per second and area", lambda args: synthesis_rows(
+        args.lanes, keep=_current_rows(args.results) if args.stale else ()),
      render_synthesis),
     ("fuzz", "Decoder against golden on any input", lambda args: fuzz_rows(),
      render_fuzz),
     ("contract", "The contract at 16 lanes", lambda args: contract_rows(args.seed),
      render_contract),
 ]
+
+
+def table_beside(page):
+    """The machine-readable table of the results page ``page``: the package's
+    ``results.json`` for ``docs/results.md``, else ``page`` with the suffix ``.json``."""
+    from .results import RESULTS_JSON
+
+    page = Path(page)
+    return RESULTS_JSON if page.resolve() == RESULTS_PATH else page.with_suffix(".json")
+
+
+def _current_rows(page):
+    """The rows of the table beside the results page ``page`` that are of this code."""
+    from .results import current_rows, read_rows
+
+    try:
+        return current_rows(read_rows(table_beside(page)))
+    except LookupError:
+        return []
 
 
 def run(args):

@@ -16,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["SEEDS", "LINK_SHAPES", "RESULTS_JSON", "verilog_sha256", "row_verilog",
-           "row_name", "read_rows", "table_row", "write_rows", "stale_rows"]
+           "row_name", "row_key", "read_rows", "table_row", "write_rows", "stale_rows",
+           "current_rows"]
 
 #: nextpnr seeds of every row: Fmax is their median, with the lowest and highest beside it.
 SEEDS = 3
@@ -46,6 +47,12 @@ def row_name(row):
     if "codec" in row:
         return f"{row['block']} ({row['codec']}, {row['streams']} streams) at {lanes}"
     return f"{row['block']} at {lanes}"
+
+
+def row_key(row):
+    """What a row measured, as ``(block, lanes, codec, streams)`` (``None`` for a block's
+    codec and streams): two rows of one key are of the same shape."""
+    return row["block"], row["lanes"], row.get("codec"), row.get("streams")
 
 
 def row_verilog(row, output):
@@ -95,16 +102,28 @@ def write_rows(rows, path=RESULTS_JSON):
                                       "rows": table}, indent=1) + "\n")
 
 
+def _sha256_now(row, verilog):
+    """The SHA-256 of the Verilog the code makes now for ``row``."""
+    with tempfile.TemporaryDirectory(prefix="linkcodec-results-") as scratch:
+        return verilog_sha256(verilog(row, scratch))
+
+
 def stale_rows(rows, *, verilog=row_verilog):
     """A line for every row of ``rows`` whose Verilog, generated again now
     (``verilog(row, output)`` gives its path), is not the Verilog it measured; empty when
     every row is of this code."""
     stale = []
     for row in rows:
-        with tempfile.TemporaryDirectory(prefix="linkcodec-results-") as scratch:
-            now = verilog_sha256(verilog(row, scratch))
+        now = _sha256_now(row, verilog)
         if now != row["verilog_sha256"]:
             stale.append(f"{row_name(row)} (module {row['module']}): the table's row measured "
                          f"Verilog {row['verilog_sha256'][:12]}, the code now makes "
-                         f"{now[:12]}; measure it again with `linkcodec bench --synthesis`")
+                         f"{now[:12]}; measure it again with `linkcodec bench --synthesis "
+                         f"--stale`")
     return stale
+
+
+def current_rows(rows, *, verilog=row_verilog):
+    """The rows of ``rows`` whose Verilog the code still makes (what ``linkcodec bench
+    --synthesis --stale`` keeps without measuring it again)."""
+    return [row for row in rows if _sha256_now(row, verilog) == row["verilog_sha256"]]

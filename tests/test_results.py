@@ -73,3 +73,43 @@ def test_a_changed_block_is_named_with_its_stale_row(monkeypatch):
     assert stale.startswith("qlc-decoder at 1 lane (module linkcodec_qlc_decoder_l1)")
     decoder = next(row for row in chosen if row["block"] == "qlc-decoder")
     assert decoder["verilog_sha256"][:12] in stale and "linkcodec bench --synthesis" in stale
+
+
+def test_stale_measures_only_the_changed_rows_again(monkeypatch):
+    """`linkcodec bench --synthesis --stale` keeps a row whose Verilog the code still
+    makes and measures its shape again only when the block changed (or the row is of
+    other seeds); no synthesis here: the measurement is recorded, not run."""
+    from amaranth.hdl import Signal
+
+    from linkcodec import hardware
+    from linkcodec.bench import synthesis_rows
+    from linkcodec.results import current_rows
+    from linkcodec.rtl.qlc import QlcDecoder
+
+    measured = []
+
+    def measure(block, lanes, *, seeds):
+        measured.append((block, lanes, seeds))
+        return {"block": block, "lanes": lanes, "seeds": seeds, "bit_exact": True}
+
+    monkeypatch.setattr(hardware, "report_row", measure)
+    chosen = [row for row in ROWS if (row["block"], row["lanes"]) in
+              {("qlc-decoder", 1), ("qlc-encoder", 1)}]
+    elaborate = QlcDecoder.elaborate
+
+    def changed(self, platform):
+        m = elaborate(self, platform)
+        extra = Signal(name="changed")
+        m.d.sync += extra.eq(~extra)
+        return m
+
+    monkeypatch.setattr(QlcDecoder, "elaborate", changed)
+    keep = current_rows(chosen)
+    assert [row["block"] for row in keep] == ["qlc-encoder"]
+    rows = synthesis_rows([1], links=[], keep=keep, progress=False)
+    assert ("qlc-decoder", 1, SEEDS) in measured and ("qlc-encoder", 1, SEEDS) not in measured
+    assert next(row for row in rows if row["block"] == "qlc-encoder") is keep[0]
+    assert len(rows) == sum(1 in block.lanes for block in BLOCKS.values())
+    measured.clear()
+    synthesis_rows([1], links=[], keep=keep, seeds=SEEDS - 1, progress=False)
+    assert ("qlc-encoder", 1, SEEDS - 1) in measured
