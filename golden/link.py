@@ -66,6 +66,7 @@ __all__ = [
     "DEFAULT_FLIT_BYTES",
     "FLIT_BYTES",
     "HEADER_BYTES",
+    "HEADER_FIELDS",
     "MAX_STREAMS",
     "FlitError",
     "FlitHeader",
@@ -136,12 +137,20 @@ class FlitError(ValueError):
         self.flit, self.field, self.bit = flit, field, bit
 
 
+#: The header's fields, least significant first, and their widths in bits: the one
+#: definition of the header, which :class:`FlitHeader` packs and unpacks and
+#: :func:`linkcodec.rtl.payload.flit_header_layout` makes a ``StructLayout`` of.
+HEADER_FIELDS = (("bits", BITS_BITS), ("count", COUNT_BITS), ("stream", 4), ("last", 1),
+                 ("bank", 1), ("table", 1), ("codec", 2))
+
+
 @dataclass(frozen=True)
 class FlitHeader:
-    """The 4-byte header, big-endian: ``codec`` (bits 31-30, an index of :data:`CODECS`),
-    ``table`` (29), ``bank`` (28), ``last`` (27), ``stream`` (26-23), ``count``
-    (22-11: symbols of a data flit, byte offset of a table piece) and ``bits`` (10-0:
-    body bits used, from the body's first bit)."""
+    """The 4-byte header, big-endian, its fields as :data:`HEADER_FIELDS` places them:
+    ``codec`` (bits 31-30, an index of :data:`CODECS`), ``table`` (29), ``bank`` (28),
+    ``last`` (27), ``stream`` (26-23), ``count`` (22-11: symbols of a data flit, byte
+    offset of a table piece) and ``bits`` (10-0: body bits used, from the body's first
+    bit)."""
 
     codec: int
     table: bool
@@ -152,20 +161,28 @@ class FlitHeader:
     bits: int
 
     def pack(self):
-        """The header's 4 bytes."""
-        word = ((self.codec << 30) | (int(self.table) << 29) | (self.bank << 28)
-                | (int(self.last) << 27) | (self.stream << 23) | (self.count << 11)
-                | self.bits)
+        """The header's 4 bytes; a field whose value does not fit its bits is refused,
+        by name."""
+        word, low = 0, 0
+        for name, width in HEADER_FIELDS:
+            value = int(getattr(self, name))
+            if not 0 <= value < 1 << width:
+                raise ValueError(f"header field {name!r} (bits {low}-{low + width - 1}) "
+                                 f"holds 0..{(1 << width) - 1}, not {value}")
+            word |= value << low
+            low += width
         return word.to_bytes(HEADER_BYTES, "big")
 
     @classmethod
     def unpack(cls, data):
         """The header in the first 4 bytes of ``data``."""
         word = int.from_bytes(bytes(data[:HEADER_BYTES]), "big")
-        return cls(codec=word >> 30, table=bool(word >> 29 & 1), bank=word >> 28 & 1,
-                   last=bool(word >> 27 & 1), stream=word >> 23 & 0xF,
-                   count=word >> 11 & ((1 << COUNT_BITS) - 1),
-                   bits=word & ((1 << BITS_BITS) - 1))
+        fields, low = {}, 0
+        for name, width in HEADER_FIELDS:
+            fields[name] = word >> low & ((1 << width) - 1)
+            low += width
+        return cls(**{name: bool(value) if name in ("table", "last") else value
+                      for name, value in fields.items()})
 
 
 def _crc_field_bytes(flit_bytes):

@@ -140,7 +140,7 @@ from . import crc, exponent, huffman, qlc
 from .exponent import ExponentRemapDecoder, ExponentRemapEncoder
 from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
 from .bitpack import RegisterSlice, mux_tree
-from .payload import config_write_layout, symbol_layout, word_layout
+from .payload import config_write_layout, flit_header_layout, symbol_layout, word_layout
 from .retry import (RETRY_DEPTHS, RetryRx, RetryTx, ack_layout, check_ack_latency,
                     check_link_shape)
 from .table import config_listener
@@ -342,13 +342,24 @@ def _checked(component, **params):
 
 
 def _header(*, codec, bank, last, stream, count, bits, table=0):
-    """The 32 header bits (``FlitHeader``: codec, table, bank, last, stream, count,
-    bits), as a value whose MSB is the flit's first bit."""
-    def field(value, width):                   # zero-extended or cut to ``width`` bits
-        return Cat(value, Const(0, width))[:width]
+    """The 32 header bits (:func:`flit_header_layout`, the golden ``FlitHeader``'s
+    fields), as a value whose MSB is the flit's first bit: ``codec``, ``count`` and
+    ``bits`` zero-extended or cut to their fields, ``stream`` and ``table`` constants,
+    ``last`` and ``bank`` one bit each."""
+    widths = {name: field.width for name, field in flit_header_layout()}
 
-    return Cat(field(bits, 11), field(count, 12), Const(stream, 4), last, bank,
-               Const(table, 1), field(codec, 2))
+    def fit(value, name):                      # zero-extended or cut to the field
+        return Cat(value, Const(0, widths[name]))[:widths[name]]
+
+    fields = {"bits": fit(bits, "bits"), "count": fit(count, "count"),
+              "stream": Const(stream, widths["stream"]), "last": last, "bank": bank,
+              "table": Const(table, widths["table"]), "codec": fit(codec, "codec")}
+    return Cat(*(fields[name] for name, _ in flit_header_layout()))
+
+
+def _fields(header):
+    """The 32 header bits ``header`` read as :func:`flit_header_layout`'s fields."""
+    return data.View(flit_header_layout(), header)
 
 
 def _byte_enables(position, size, link_bytes):
@@ -953,7 +964,7 @@ class _TxStream(wiring.Component):
             frame, place = Signal(4), Signal(4)
             number = Cat(place, frame)
             with m.If(self.flit_taken & ~out_status):     # (a status flit moves none on)
-                with m.If(out_header[27]):
+                with m.If(_fields(out_header).last):
                     m.d.sync += [frame.eq(frame + 1), place.eq(0)]
                 with m.Else():
                     m.d.sync += place.eq(place + 1)
@@ -977,7 +988,7 @@ class _TxStream(wiring.Component):
         # cost LUTs and the 4-stream transmitter's placement (docs/link.md).
         for bank in range(2):
             pending = Signal(range(CHUNK_QUEUE_DEPTH + 8), name=f"pending{bank}")
-            sent = self.flit_taken & (out_header[28] == bank) & ~out_status
+            sent = self.flit_taken & (_fields(out_header).bank == bank) & ~out_status
             if registered_info:
                 counted = info_valid & (info_write.bank == bank)
                 busy = (pending != 0) | counted
@@ -1132,7 +1143,7 @@ class _TxTables(wiring.Component):
                 ]
         with m.If(self.flit_taken):
             m.d.sync += self.flit_valid.eq(0)
-            with m.If(header[27]):
+            with m.If(_fields(header).last):
                 m.d.comb += self.sent.eq(1)
             with m.Else():
                 m.d.sync += [copying.eq(1), *start_piece(copy), position.eq(HEADER_BYTES)]
@@ -1561,8 +1572,9 @@ class _RxTables(wiring.Component):
         piece_last = Signal()
         freed = Signal()
         m.d.comb += header.eq(read.data[-32:])
-        h_codec, h_bank, h_last = header[30:32], header[28], header[27]
-        h_count, h_bits = header[11:23], header[0:11]
+        fields = _fields(header)
+        h_codec, h_bank, h_last = fields.codec, fields.bank, fields.last
+        h_count, h_bits = fields.count, fields.bits
         m.d.sync += self.slot_freed.eq(freed)
         with m.If(freed):
             m.d.sync += [fulls.bit_select(out_slot, 1).eq(0), out_slot.eq(~out_slot)]
@@ -1693,7 +1705,8 @@ class _RxStream(wiring.Component):
         # gives the error beat as a refused flit does, judged here so that nothing is
         # added to the decision that starts a flit.
         written = top if rows == 1 else Mux(slot, headers[1], headers[0])
-        w_raw, w_count, w_bits = written[30:32] == 0, written[11:23], written[0:11]
+        w_fields = _fields(written)
+        w_raw, w_count, w_bits = w_fields.codec == 0, w_fields.count, w_fields.bits
         unfit = Signal()
         m.d.comb += unfit.eq(Mux(w_raw,
                                  (w_count > p.fmt.raw_symbols)
@@ -1743,8 +1756,9 @@ class _RxStream(wiring.Component):
 
         header = Signal(32)
         m.d.comb += header.eq(Mux(out_slot, headers[1], headers[0]))
-        is_raw = header[30:32] == 0
-        h_last, h_count, h_bits = header[27], header[11:23], header[0:11]
+        fields = _fields(header)
+        is_raw = fields.codec == 0
+        h_last, h_count, h_bits = fields.last, fields.count, fields.bits
 
         bf16 = p.codec == "exponent"
         symbol_bytes = p.fmt.symbol_bytes
@@ -1850,7 +1864,7 @@ class _RxStream(wiring.Component):
         # flit's error beat instead of its symbols (a bank being loaded is waited for).
         # While a table loads into a bank this stream's decoder works on, the stream is
         # switched off it as soon as its flit slots are empty (``clear``).
-        h_bank = header[28]
+        h_bank = fields.bank
         active = Signal(reset_less=True)       # the decoder's bank, as switched: a table
         switching = Signal()                   # a switch write offered to the decoder
         refusing = Signal()                    # the flit being read gives an error beat
@@ -2252,9 +2266,9 @@ class LinkRx(_LinkBlock):
         target = Signal(range(max(2, p.streams)))
         keep = Signal()                           # the flit goes to a stream (else dropped)
         target_table = Signal()                   # the flit is a table flit
-        top = link_i.payload.data[-32:]
-        stream_field = top[23:27]
-        is_table = top[29]
+        top = _fields(link_i.payload.data[-32:])
+        stream_field = top.stream
+        is_table = top.table
         routed = Signal(range(max(2, p.streams)))
         wanted = Signal()
         table = Signal()
@@ -2395,11 +2409,11 @@ class LinkRx(_LinkBlock):
         table_credit = Signal(range(3), init=2)
         unit_empty = table_credit == 2
         table_bank = Signal()                     # of the last table flit routed
-        head_header = head.data[-32:]
-        coded = head_header[30:32] != 0
-        names_loading = coded & (head_header[28] == tables.bank)
+        head_header = _fields(head.data[-32:])
+        coded = head_header.codec != 0
+        names_loading = coded & (head_header.bank == tables.bank)
         hold = ((~unit_empty | tables.in_image | load_active)
-                & coded & (head_header[28] == table_bank))
+                & coded & (head_header.bank == table_bank))
         data_pop = dropped | (routable & ~(hold & first))
         pop = queue.r_rdy & Mux(head.table, (table_credit != 0) | ~first, data_pop)
         m.d.comb += [queue.r_en.eq(pop),
@@ -2409,7 +2423,7 @@ class LinkRx(_LinkBlock):
         m.d.sync += table_credit.eq(table_credit - (pop & head.table & first)
                                     + tables.slot_freed)
         with m.If(pop & head.table & first):
-            m.d.sync += table_bank.eq(head_header[28])
+            m.d.sync += table_bank.eq(head_header.bank)
         m.d.comb += [tables.write.eq(staged.table), tables.write_row.eq(staged.row),
                      tables.write_data.eq(staged.data), tables.write_good.eq(good)]
         return pop

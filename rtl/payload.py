@@ -18,7 +18,9 @@ import numpy as np
 from amaranth.hdl import Shape, unsigned
 from amaranth.lib import data
 
-__all__ = ["symbol_layout", "word_layout", "config_write_layout", "pack", "unpack", "check_lanes",
+from ..golden.link import HEADER_FIELDS
+
+__all__ = ["symbol_layout", "word_layout", "config_write_layout", "flit_header_layout", "pack", "unpack", "check_lanes",
            "check_word_width", "LANES", "SYMBOL_WIDTHS"]
 
 #: Symbol widths a symbol beat carries: e4m3 bytes and bf16 values.
@@ -74,6 +76,13 @@ def word_layout(width):
 def config_write_layout(*, addr_width, data_width):
     """Layout of a config write: a table entry or register at ``addr`` takes ``data``."""
     return data.StructLayout({"addr": addr_width, "data": data_width})
+
+
+def flit_header_layout():
+    """The flit header's 32 bits (:data:`linkcodec.golden.link.HEADER_FIELDS`, least
+    significant first; bit 31 is the flit's first bit), as the golden
+    :class:`~linkcodec.golden.link.FlitHeader` packs them."""
+    return data.StructLayout({name: unsigned(width) for name, width in HEADER_FIELDS})
 
 
 def pack(layout, value):

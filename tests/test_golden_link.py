@@ -9,6 +9,7 @@ from linkcodec.golden.exponent import table_from_histogram
 from linkcodec.golden.huffman import HuffmanCodebook
 from linkcodec.golden.link import (
     HEADER_BYTES,
+    HEADER_FIELDS,
     FlitError,
     FlitHeader,
     FlitReader,
@@ -357,3 +358,32 @@ def test_raw_flit_with_wrong_bits_and_a_bad_table_image():
     with pytest.raises(FlitError, match="holds no exponent table") as error:
         frames_from_flits(fmt, [fmt.flit(piece, repeated)])
     assert error.value.field == "table"
+
+
+def test_header_fields_fill_the_header_and_pack_where_bitstream_md_says():
+    """HEADER_FIELDS is the one field table: its widths fill the 4 bytes, and each field
+    lands at its documented bits (codec 31-30 ... bits 10-0)."""
+    assert sum(width for _, width in HEADER_FIELDS) == 8 * HEADER_BYTES
+    ones = {"codec": 3, "table": True, "bank": 1, "last": True, "stream": 15,
+            "count": 4095, "bits": 2047}
+    places = {"codec": (30, 2), "table": (29, 1), "bank": (28, 1), "last": (27, 1),
+              "stream": (23, 4), "count": (11, 12), "bits": (0, 11)}
+    for name, (low, width) in places.items():
+        fields = {key: 0 for key in ones} | {name: ones[name]}
+        word = int.from_bytes(FlitHeader(**fields).pack(), "big")
+        assert word == ((1 << width) - 1) << low, name
+        assert FlitHeader.unpack(word.to_bytes(4, "big")) == FlitHeader(**fields)
+
+
+@pytest.mark.parametrize("name,top", [("codec", 3), ("stream", 15), ("count", 4095),
+                                      ("bits", 2047), ("bank", 1)])
+def test_a_header_field_past_its_bits_is_refused_by_name(name, top):
+    """The last value a field holds packs; the first past it is refused, naming the field
+    and its bits (it would spill into the next field)."""
+    fields = {"codec": 1, "table": False, "bank": 0, "last": False, "stream": 0,
+              "count": 0, "bits": 0}
+    assert FlitHeader.unpack(FlitHeader(**fields | {name: top}).pack()) \
+        == FlitHeader(**fields | {name: top})
+    with pytest.raises(ValueError, match=rf"header field '{name}' \(bits \d+-\d+\) holds "
+                                         rf"0..{top}, not {top + 1}"):
+        FlitHeader(**fields | {name: top + 1}).pack()

@@ -3,7 +3,6 @@
 
 from pathlib import Path
 
-import pytest
 
 from linkcodec.bench import HUFFMAN_LIMITS, huffman_limit_rows, render_huffman_limits
 from linkcodec.bundled import KINDS
@@ -11,11 +10,9 @@ from linkcodec.bundled import KINDS
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow
 def test_rows_cover_every_class_and_limit_and_huffman_md_quotes_them():
-    """The rows (a sweep of every tensor class and limit: 15 s to compute alone, 48 in
-    a `make test` that shared its cores, so under ``slow``; one test, as two put them on
-    both workers and computed them twice), and the table in docs/huffman.md, "What each
+    """The rows (a sweep of every tensor class and limit: 11-15 s; one test, as two put
+    them on both workers and computed them twice), and the table in docs/huffman.md, "What each
     limit costs, single-stage", is their rendering, with the command that makes it shown
     beside it."""
     rows = huffman_limit_rows()

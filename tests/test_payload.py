@@ -9,8 +9,9 @@ from amaranth.lib import data, enum
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linkcodec.rtl.payload import (config_write_layout, pack, symbol_layout, unpack,
-                                   word_layout)
+from linkcodec.golden.link import FlitHeader
+from linkcodec.rtl.payload import (config_write_layout, flit_header_layout, pack,
+                                   symbol_layout, unpack, word_layout)
 
 MIXED = data.StructLayout({"a": 4, "b": data.ArrayLayout(3, 2), "s": signed(5),
                            "n": data.StructLayout({"x": unsigned(1), "y": signed(9)})})
@@ -87,3 +88,17 @@ def test_layouts_the_fast_path_does_not_plan_go_through_amaranth():
     layout = data.StructLayout({"kind": Kind, "n": 3})
     assert pack(layout, {"kind": Kind.B, "n": 5}) == 2 | 5 << 2
     assert unpack(layout, 2 | 5 << 2)["n"] == 5
+
+
+@settings(max_examples=200, deadline=None)
+@given(codec=st.integers(0, 3), table=st.booleans(), bank=st.integers(0, 1),
+       last=st.booleans(), stream=st.integers(0, 15), count=st.integers(0, 4095),
+       bits=st.integers(0, 2047))
+def test_flit_header_layout_is_the_golden_header(**fields):
+    """The RTL's header layout packs and unpacks a header exactly as the golden
+    FlitHeader does (both from HEADER_FIELDS)."""
+    word = int.from_bytes(FlitHeader(**fields).pack(), "big")
+    layout = flit_header_layout()
+    assert layout.size == 32
+    assert pack(layout, fields) == word
+    assert unpack(layout, word) == {name: int(value) for name, value in fields.items()}

@@ -96,12 +96,11 @@ def test_link_round_trip(codec, streams, flit_bytes, link_bytes, seed):
     assert 0 < result["latency_cycles"] < 4 * fmt.body_bits
 
 
-# Every codec's streams without retry, and the retry blocks (at the link side, the same
-# for every codec) with QLC's; with Huffman's and bf16 streams under -m slow (20 s).
+# Every codec's streams without retry and with the retry blocks (at the link side, the
+# same for every codec, but joined to each codec's streams).
 @pytest.mark.parametrize("codec,retry_depth", [
-    ("qlc", 0), ("huffman", 0), ("exponent", 0), ("qlc", 16),
-    pytest.param("huffman", 16, marks=pytest.mark.slow),
-    pytest.param("exponent", 16, marks=pytest.mark.slow),
+    ("qlc", 0), ("huffman", 0), ("exponent", 0), ("qlc", 16), ("huffman", 16),
+    ("exponent", 16),
 ])
 def test_ready_paths_are_as_documented(codec, retry_depth, tmp_path):
     """In every state (no combinational path in the netlist): a ``LinkTx`` stream's
@@ -123,10 +122,7 @@ def test_ready_paths_are_as_documented(codec, retry_depth, tmp_path):
 @pytest.mark.parametrize("codec,streams,flit_bytes,link_bytes,tables_in_band", [
     pytest.param("qlc", 2, 256, 64, True, marks=pytest.mark.xdist_group("link-qlc")),
     # the build test_sim_link_fixed_tables makes (the same tables and name)
-    # slow: the same reset with tables in band (above) covers the logic; fixed tables
-    # only leave the loaders out
-    pytest.param("qlc", 2, 256, 64, False, marks=[pytest.mark.xdist_group("link-qlc-fixed"),
-                                                  pytest.mark.slow]),
+    pytest.param("qlc", 2, 256, 64, False, marks=pytest.mark.xdist_group("link-qlc-fixed")),
     pytest.param("exponent", 2, 128, 32, True,
                  marks=pytest.mark.xdist_group("link-exponent")),
 ])
@@ -619,7 +615,6 @@ def test_sim_link_command(capsys):
 
 
 @pytest.mark.xdist_group("link-qlc-fixed")
-@pytest.mark.slow          # 44 s: under -m slow for make test's 20 minutes
 def test_sim_link_fixed_tables(capsys, monkeypatch):
     """``--fixed-tables``: both ends hold the code from elaboration and no table goes on
     the link; the pair is bit-exact under idle cycles and backpressure, and LinkTx's
@@ -627,7 +622,8 @@ def test_sim_link_fixed_tables(capsys, monkeypatch):
     other tests of this build; the run takes each file's first 3,000 symbols, which
     test_sim_link_command runs whole with the same data path: the whole run took 160 s.)
     Then the same pair with 25 faults, 5 of each kind, and no numbers
-    (``run_link(faults=25, retry=False)``; ``--no-retry`` numbers the flits, see
+    (``run_link(faults=25, retry=False, stream_numbers=False)``; without that last, the
+    flits are numbered, see
     tests/test_stream_numbers.py), LinkRx alone on LinkTx's flits (the build of
     test_rx_with_fixed_tables_drops_table_flits): every flip, burst and garbage flit is
     caught by the CRC, no lost or repeated flit is seen, and LinkRx gives what a
@@ -646,7 +642,8 @@ def test_sim_link_fixed_tables(capsys, monkeypatch):
     assert report["symbols"] == 3000 * len(FILES) and report["raw_flits"] < report["flits"]
     frames = [np.load(path).reshape(-1)[:3000] for path in FILES]
     report = whole(frames, codec="qlc", streams=2, tables=sample_tables("qlc"),
-                   tables_in_band=False, faults=25, retry=False, seed=report["seed"])
+                   tables_in_band=False, faults=25, retry=False, stream_numbers=False,
+                   seed=report["seed"])
     for key in ("faults_injected", "faults_detected", "retries", "hangs", "frames_lost",
                 "frames_duplicated", "symbols_wrong"):
         assert key in report, key
