@@ -56,12 +56,14 @@ from typing import NamedTuple
 import ml_dtypes
 import numpy as np
 
-from .bitstream import as_index
+from .bitstream import BitstreamError, as_index
 from .formats import FormatError, bf16_sigma
+from .link_codec import LinkCodec
 from .prefix_encoder import pack_codes
 from .words import WordFrame, check_word_width, frames_from_words
 
 __all__ = [
+    "ExponentLinkCodec",
     "TABLE_SIZE",
     "CODE_BITS",
     "ESCAPE",
@@ -821,3 +823,56 @@ def wire_decode_words(value_words, escape_words, word_width, table):
         out, error = wire_decode_prefix(wire, table)
         decoded.append((out, error or frame.fault is not None or escape.fault is not None))
     return decoded
+
+
+# -- on the link ------------------------------------------------------------------------
+
+def _whole_bytes(bits):
+    return (bits + 7) // 8
+
+
+class ExponentLinkCodec(LinkCodec):
+    """bf16 values on the link, exponents remapped: a flit's body is the values stream (11
+    bits a value), then, from the next byte, the escapes stream (a byte an escape); its
+    table image is the 7 exponents of codes 1..7."""
+
+    name, codec_id, table_type, symbol_bytes = "exponent", 3, ExponentTable, 2
+    decode_errors = (ExponentWireError, BitstreamError)
+
+    def flit_bits(self, tables, symbols):
+        escapes = tables.code_of[(symbols >> 7) & 0xFF] == ESCAPE
+        m = np.arange(symbols.size + 1, dtype=np.int64)
+        escaped = np.concatenate(([0], np.cumsum(escapes, dtype=np.int64)))
+        return 8 * _whole_bytes(VALUE_BITS * m) + 8 * escaped
+
+    def frame_bits(self, tables, symbols):
+        wire = wire_encode(symbols, tables)
+        return 8 * _whole_bytes(wire.values_bits) + wire.escapes_bits
+
+    def encode(self, tables, symbols):
+        wire = wire_encode(symbols, tables)
+        values = wire.values[:_whole_bytes(wire.values_bits)]
+        return values + wire.escapes, 8 * len(values) + wire.escapes_bits
+
+    def decode(self, tables, body, nbits, count):
+        split = _whole_bytes(VALUE_BITS * count)
+        if 8 * split > nbits:
+            raise ExponentWireError(f"{count} values take {VALUE_BITS * count} bits but "
+                                    f"the flit holds {nbits}", stream="values", bit=nbits)
+        wire = WireFrame(bytes(body[:split]), VALUE_BITS * count,
+                         bytes(body[split:_whole_bytes(nbits)]), nbits - 8 * split)
+        try:
+            return wire_decode(wire, tables)
+        except ExponentWireError as error:
+            offset = 0 if error.stream == "values" else 8 * split
+            raise ExponentWireError(str(error), stream=error.stream,
+                                    bit=offset + error.bit) from None
+
+    def image(self, table):
+        return bytes(table.exponents)
+
+    def image_bytes(self):
+        return 7
+
+    def from_image(self, image):
+        return ExponentTable(tuple(image))

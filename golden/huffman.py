@@ -52,11 +52,14 @@ from .bitstream import (MAX_CODE_LENGTH, BitstreamError, DecodeErrors, InvalidCo
                         TruncatedStreamError, as_frame_bytes, as_index, as_symbols)
 from .formats import (FormatError, bf16_sigma, bf16_times_power_of_two, check_scale,
                       check_sigma, e4m3_pmf_at_scale, sigma_shift)
+from .link_codec import LinkCodec
 from .pmf import check_pmf
 from .prefix_decoder import PrefixDecoder
 from .prefix_encoder import SymbolEncoder, pack_codes
 
 __all__ = [
+    "MAX_LINK_HUFFMAN_LENGTH",
+    "HuffmanLinkCodec",
     "SYMBOLS",
     "DEFAULT_MAX_LENGTH",
     "DEFAULT_SMOOTHING",
@@ -1073,3 +1076,51 @@ def shannon_bits(symbols):
     """Order-0 entropy of the shard's own PMF, in bits per symbol."""
     counts, _ = _histogram(symbols)
     return entropy_bits(counts)
+
+
+# -- on the link ------------------------------------------------------------------------
+
+#: Longest Huffman code a table image carries (a length is a 4-bit nibble).
+MAX_LINK_HUFFMAN_LENGTH = 15
+
+
+
+
+class HuffmanLinkCodec(LinkCodec):
+    """e4m3 Huffman on the link: canonical codebooks of codes of at most
+    :data:`MAX_LINK_HUFFMAN_LENGTH` bits; its table image is the 256 code lengths as
+    nibbles (symbol 0 in the high nibble)."""
+
+    name, codec_id, table_type = "huffman", 2, HuffmanCodebook
+
+    def check_tables(self, tables):
+        tables = super().check_tables(tables)
+        if not tables.is_e4m3:
+            raise ValueError(f"codebook {tables.id} codes {tables.value_bits}-bit values by "
+                             f"{tables.coded_bits} bits"
+                             f"{' with an escape' if tables.escape_length else ''}; the "
+                             f"link's Huffman streams carry e4m3 codebooks (8 / 8, no escape)")
+        longest = int(tables.lengths.max())
+        if longest > MAX_LINK_HUFFMAN_LENGTH:
+            raise ValueError(f"codebook {tables.id} has a {longest}-bit code; a link table "
+                             f"carries codes of at most {MAX_LINK_HUFFMAN_LENGTH} bits")
+        if not np.array_equal(canonical_codes(tables.lengths), tables.codes):
+            raise ValueError(f"codebook {tables.id} is not canonical; a link table carries "
+                             "code lengths only")
+        return tables
+
+    def lengths(self, tables, symbols):
+        return tables.lengths[symbols]
+
+    def image(self, codebook):
+        lengths = codebook.lengths.astype(np.uint8)
+        return ((lengths[0::2] << 4) | lengths[1::2]).astype(np.uint8).tobytes()
+
+    def image_bytes(self):
+        return SYMBOLS // 2
+
+    def from_image(self, image):
+        raw = np.frombuffer(image, dtype=np.uint8)
+        lengths = np.empty(SYMBOLS, dtype=np.uint8)
+        lengths[0::2], lengths[1::2] = raw >> 4, raw & 0xF
+        return HuffmanCodebook(lengths, max_length=MAX_LINK_HUFFMAN_LENGTH)

@@ -54,15 +54,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .bitstream import BitstreamError, as_index, as_symbols
+from .bitstream import as_index, as_symbols
 from .crc import CRC_MESSAGE_BYTES, crc16
-from .exponent import (ESCAPE, VALUE_BITS, ExponentTable, ExponentWireError, WireFrame,
-                       wire_decode, wire_encode)
-from .huffman import HuffmanCodebook, canonical_codes
-from .qlc import AREAS, SYMBOLS, QlcCode, QlcLayout
+from .link_codec import codec_name, link_codec
+from .qlc import canonical_qlc
 
 __all__ = [
-    "CODECS",
     "DEFAULT_FLIT_BYTES",
     "FLIT_BYTES",
     "HEADER_BYTES",
@@ -116,15 +113,9 @@ HEADER_BYTES = 4
 CRC_BYTES_PER_HALF = 2
 #: Streams a link can deal flits to (the header's 4-bit stream field).
 MAX_STREAMS = 16
-#: The header's codec field: a data flit is raw or of the link's codec.
-CODECS = ("raw", "qlc", "huffman", "exponent")
 #: Widths of the header's count and bits fields.
 COUNT_BITS = 12
 BITS_BITS = 11
-#: Longest Huffman code a table image carries (a length is a 4-bit nibble).
-MAX_LINK_HUFFMAN_LENGTH = 15
-
-
 class FlitError(ValueError):
     """A flit that no :class:`FlitWriter` makes. ``flit`` is its index in the sequence,
     ``field`` the header field or part at fault (``"size"``, ``"codec"``, ``"stream"``,
@@ -147,7 +138,7 @@ HEADER_FIELDS = (("bits", BITS_BITS), ("count", COUNT_BITS), ("stream", 4), ("la
 @dataclass(frozen=True)
 class FlitHeader:
     """The 4-byte header, big-endian, its fields as :data:`HEADER_FIELDS` places them:
-    ``codec`` (bits 31-30, an index of :data:`CODECS`), ``table`` (29), ``bank`` (28),
+    ``codec`` (bits 31-30: 0 raw, else a link codec's ``codec_id``), ``table`` (29), ``bank`` (28),
     ``last`` (27), ``stream`` (26-23), ``count`` (22-11: symbols of a data flit, byte
     offset of a table piece) and ``bits`` (10-0: body bits used, from the body's first
     bit)."""
@@ -215,179 +206,8 @@ def _bits_to_bytes(bits):
     return (bits + 7) // 8
 
 
-# -- per-codec rules ----------------------------------------------------------------------
-
-def canonical_qlc(code):
-    """``code`` with the symbols of each area in increasing order: the same code length
-    for every symbol, so the same compression, and a table image of 3 bits a symbol
-    (its area) instead of a rank permutation."""
-    if not isinstance(code, QlcCode):
-        raise TypeError(f"tables must be a QlcCode, not {type(code).__name__}")
-    layout = code.layout
-    area_of_rank = np.repeat(np.arange(AREAS), layout.sizes)
-    area = area_of_rank[code.symbol_to_rank]
-    order = np.lexsort((np.arange(SYMBOLS), area))       # by area, then by symbol value
-    ranks = np.empty(SYMBOLS, dtype=np.int64)
-    ranks[order] = np.arange(SYMBOLS)
-    return QlcCode(layout, ranks)
-
-
-class _Codec:
-    """How one codec codes a flit's symbols (``name``, ``symbol_bytes``)."""
-
-    name = None
-    symbol_bytes = 1
-    table_type = None
-
-    def check_tables(self, tables):
-        if not isinstance(tables, self.table_type):
-            raise TypeError(f"the {self.name} link takes a {self.table_type.__name__}, not "
-                            f"{type(tables).__name__}")
-        return tables
-
-    def flit_bits(self, tables, symbols):
-        """Body bits that a flit of ``symbols[:m]`` takes, for ``m = 0 .. len``."""
-        lengths = self.lengths(tables, symbols)
-        return np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
-
-    def frame_bits(self, tables, symbols):
-        """Bits of ``symbols`` coded as one frame by the codec's own blocks."""
-        return int(self.flit_bits(tables, symbols)[-1])
-
-    def encode(self, tables, symbols):
-        return tables.encode(symbols)
-
-    def decode(self, tables, body, nbits, count):
-        return tables.decode(body, nbits)
-
-
-class _Qlc(_Codec):
-    name, table_type = "qlc", QlcCode
-
-    def check_tables(self, tables):
-        return canonical_qlc(super().check_tables(tables))
-
-    def lengths(self, tables, symbols):
-        return tables.length_of[symbols]
-
-    def image(self, code):
-        layout = code.layout
-        head = bytes(b for width, size in zip(layout.suffix_bits, layout.sizes)
-                     for b in ((width << 4) | (size >> 8), size & 0xFF))
-        area = np.repeat(np.arange(AREAS), layout.sizes)[code.symbol_to_rank]
-        packed = np.packbits(((area[:, None] >> np.arange(2, -1, -1)) & 1).astype(np.uint8))
-        return head + packed.tobytes()
-
-    def image_bytes(self):
-        return 2 * AREAS + 3 * SYMBOLS // 8
-
-    def from_image(self, image):
-        head = image[:2 * AREAS]
-        widths = tuple(head[2 * a] >> 4 for a in range(AREAS))
-        sizes = tuple(((head[2 * a] & 1) << 8) | head[2 * a + 1] for a in range(AREAS))
-        if any(head[2 * a] & 0x0E for a in range(AREAS)):
-            raise ValueError("reserved bits of an area entry are set")
-        layout = QlcLayout(widths, sizes)
-        bits = np.unpackbits(np.frombuffer(image[2 * AREAS:], dtype=np.uint8))
-        area = (bits.reshape(SYMBOLS, 3) * np.array([4, 2, 1])).sum(axis=1)
-        counts = np.bincount(area, minlength=AREAS)
-        if tuple(counts) != sizes:
-            raise ValueError(f"the symbols' areas hold {tuple(int(c) for c in counts)} "
-                             f"symbols where the layout says {sizes}")
-        ranks = np.empty(SYMBOLS, dtype=np.int64)
-        ranks[np.lexsort((np.arange(SYMBOLS), area))] = np.arange(SYMBOLS)
-        return QlcCode(layout, ranks)
-
-
-class _Huffman(_Codec):
-    name, table_type = "huffman", HuffmanCodebook
-
-    def check_tables(self, tables):
-        tables = super().check_tables(tables)
-        if not tables.is_e4m3:
-            raise ValueError(f"codebook {tables.id} codes {tables.value_bits}-bit values by "
-                             f"{tables.coded_bits} bits"
-                             f"{' with an escape' if tables.escape_length else ''}; the "
-                             f"link's Huffman streams carry e4m3 codebooks (8 / 8, no escape)")
-        longest = int(tables.lengths.max())
-        if longest > MAX_LINK_HUFFMAN_LENGTH:
-            raise ValueError(f"codebook {tables.id} has a {longest}-bit code; a link table "
-                             f"carries codes of at most {MAX_LINK_HUFFMAN_LENGTH} bits")
-        if not np.array_equal(canonical_codes(tables.lengths), tables.codes):
-            raise ValueError(f"codebook {tables.id} is not canonical; a link table carries "
-                             "code lengths only")
-        return tables
-
-    def lengths(self, tables, symbols):
-        return tables.lengths[symbols]
-
-    def image(self, codebook):
-        lengths = codebook.lengths.astype(np.uint8)
-        return ((lengths[0::2] << 4) | lengths[1::2]).astype(np.uint8).tobytes()
-
-    def image_bytes(self):
-        return SYMBOLS // 2
-
-    def from_image(self, image):
-        raw = np.frombuffer(image, dtype=np.uint8)
-        lengths = np.empty(SYMBOLS, dtype=np.uint8)
-        lengths[0::2], lengths[1::2] = raw >> 4, raw & 0xF
-        return HuffmanCodebook(lengths, max_length=MAX_LINK_HUFFMAN_LENGTH)
-
-
-class _Exponent(_Codec):
-    """bf16 values: the values stream (11 bits a value), then, from the next byte, the
-    escapes stream (a byte an escape)."""
-
-    name, table_type, symbol_bytes = "exponent", ExponentTable, 2
-
-    def flit_bits(self, tables, symbols):
-        escapes = tables.code_of[(symbols >> 7) & 0xFF] == ESCAPE
-        m = np.arange(symbols.size + 1, dtype=np.int64)
-        escaped = np.concatenate(([0], np.cumsum(escapes, dtype=np.int64)))
-        return 8 * _bits_to_bytes(VALUE_BITS * m) + 8 * escaped
-
-    def frame_bits(self, tables, symbols):
-        wire = wire_encode(symbols, tables)
-        return 8 * _bits_to_bytes(wire.values_bits) + wire.escapes_bits
-
-    def encode(self, tables, symbols):
-        wire = wire_encode(symbols, tables)
-        values = wire.values[:_bits_to_bytes(wire.values_bits)]
-        return values + wire.escapes, 8 * len(values) + wire.escapes_bits
-
-    def decode(self, tables, body, nbits, count):
-        split = _bits_to_bytes(VALUE_BITS * count)
-        if 8 * split > nbits:
-            raise ExponentWireError(f"{count} values take {VALUE_BITS * count} bits but "
-                                    f"the flit holds {nbits}", stream="values", bit=nbits)
-        wire = WireFrame(bytes(body[:split]), VALUE_BITS * count,
-                         bytes(body[split:_bits_to_bytes(nbits)]), nbits - 8 * split)
-        try:
-            return wire_decode(wire, tables)
-        except ExponentWireError as error:
-            offset = 0 if error.stream == "values" else 8 * split
-            raise ExponentWireError(str(error), stream=error.stream,
-                                    bit=offset + error.bit) from None
-
-    def image(self, table):
-        return bytes(table.exponents)
-
-    def image_bytes(self):
-        return 7
-
-    def from_image(self, image):
-        return ExponentTable(tuple(image))
-
-
-_CODECS = {codec.name: codec for codec in (_Qlc(), _Huffman(), _Exponent())}
-
-
 def _codec(name):
-    if name not in _CODECS:
-        raise ValueError(f"codec must be one of {', '.join(map(repr, _CODECS))}, not "
-                         f"{name!r}")
-    return _CODECS[name]
+    return link_codec(name)
 
 
 def table_image(codec, tables):
@@ -441,7 +261,7 @@ class LinkFormat:
     @property
     def codec_id(self):
         """The header's codec field for coded data flits and table flits."""
-        return CODECS.index(self.codec)
+        return link_codec(self.codec).codec_id
 
     @property
     def symbol_bytes(self):
@@ -787,7 +607,7 @@ class FlitReader:
     def _read_table(self, header, body, index):
         fmt = self.fmt
         if header.codec != fmt.codec_id:
-            raise FlitError(f"is a table flit of codec {CODECS[header.codec]!r} on a "
+            raise FlitError(f"is a table flit of codec {codec_name(header.codec)!r} on a "
                             f"{fmt.codec} link", flit=index, field="codec")
         if header.bits % 8:
             raise FlitError(f"a table piece is whole bytes, not {header.bits} bits",
@@ -848,7 +668,7 @@ class FlitReader:
             raise FlitError(f"names stream {header.stream}; the link has {fmt.streams}",
                             flit=index, field="stream")
         if header.codec not in (0, fmt.codec_id):
-            raise FlitError(f"is coded with {CODECS[header.codec]!r} on a {fmt.codec} link",
+            raise FlitError(f"is coded with {codec_name(header.codec)!r} on a {fmt.codec} link",
                             flit=index, field="codec")
         if header.codec == 0:
             return self._read_raw(header, body, index)
@@ -870,7 +690,7 @@ class FlitReader:
                             "table", flit=index, field="bank")
         try:
             symbols = self._codec.decode(tables, body, header.bits, header.count)
-        except (BitstreamError, ExponentWireError) as error:
+        except self._codec.decode_errors as error:
             raise FlitError(f"body: {error}", flit=index, field="body",
                             bit=getattr(error, "bit", None)) from None
         if symbols.size != header.count:

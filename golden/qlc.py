@@ -31,9 +31,12 @@ from .bitstream import BitstreamError, DecodeErrors, InvalidCodeError, Truncated
 from .bitstream import as_index, as_symbols
 from .pmf import check_pmf
 from .prefix_decoder import PrefixDecoder
+from .link_codec import LinkCodec
 from .prefix_encoder import SymbolEncoder
 
 __all__ = [
+    "canonical_qlc",
+    "QlcLinkCodec",
     "AREAS",
     "PREFIX_BITS",
     "MAX_SUFFIX_BITS",
@@ -473,3 +476,62 @@ def optimal_layout(pmf, max_lengths=4):
                                           max_lengths=max_lengths)
     layout = QlcLayout(suffix_bits, sizes)
     return layout, layout.expected_bits(weights, ranks)
+
+
+# -- on the link ------------------------------------------------------------------------
+
+def canonical_qlc(code):
+    """``code`` with the symbols of each area in increasing order: the same code length
+    for every symbol, so the same compression, and a table image of 3 bits a symbol
+    (its area) instead of a rank permutation."""
+    if not isinstance(code, QlcCode):
+        raise TypeError(f"tables must be a QlcCode, not {type(code).__name__}")
+    layout = code.layout
+    area_of_rank = np.repeat(np.arange(AREAS), layout.sizes)
+    area = area_of_rank[code.symbol_to_rank]
+    order = np.lexsort((np.arange(SYMBOLS), area))       # by area, then by symbol value
+    ranks = np.empty(SYMBOLS, dtype=np.int64)
+    ranks[order] = np.arange(SYMBOLS)
+    return QlcCode(layout, ranks)
+
+
+class QlcLinkCodec(LinkCodec):
+    """QLC on the link: the code made canonical (:func:`canonical_qlc`); its table image
+    is the 8 areas (``suffix_bits << 12 | size``, 2 bytes each), then each symbol's area
+    (3 bits a symbol, symbol 0 first)."""
+
+    name, codec_id, table_type = "qlc", 1, QlcCode
+
+    def check_tables(self, tables):
+        return canonical_qlc(super().check_tables(tables))
+
+    def lengths(self, tables, symbols):
+        return tables.length_of[symbols]
+
+    def image(self, code):
+        layout = code.layout
+        head = bytes(b for width, size in zip(layout.suffix_bits, layout.sizes)
+                     for b in ((width << 4) | (size >> 8), size & 0xFF))
+        area = np.repeat(np.arange(AREAS), layout.sizes)[code.symbol_to_rank]
+        packed = np.packbits(((area[:, None] >> np.arange(2, -1, -1)) & 1).astype(np.uint8))
+        return head + packed.tobytes()
+
+    def image_bytes(self):
+        return 2 * AREAS + 3 * SYMBOLS // 8
+
+    def from_image(self, image):
+        head = image[:2 * AREAS]
+        widths = tuple(head[2 * a] >> 4 for a in range(AREAS))
+        sizes = tuple(((head[2 * a] & 1) << 8) | head[2 * a + 1] for a in range(AREAS))
+        if any(head[2 * a] & 0x0E for a in range(AREAS)):
+            raise ValueError("reserved bits of an area entry are set")
+        layout = QlcLayout(widths, sizes)
+        bits = np.unpackbits(np.frombuffer(image[2 * AREAS:], dtype=np.uint8))
+        area = (bits.reshape(SYMBOLS, 3) * np.array([4, 2, 1])).sum(axis=1)
+        counts = np.bincount(area, minlength=AREAS)
+        if tuple(counts) != sizes:
+            raise ValueError(f"the symbols' areas hold {tuple(int(c) for c in counts)} "
+                             f"symbols where the layout says {sizes}")
+        ranks = np.empty(SYMBOLS, dtype=np.int64)
+        ranks[np.lexsort((np.arange(SYMBOLS), area))] = np.arange(SYMBOLS)
+        return QlcCode(layout, ranks)

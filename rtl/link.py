@@ -133,7 +133,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..golden.exponent import VALUE_BITS, ExponentTable
 from ..golden.huffman import HuffmanCodebook
-from ..golden.link import (CODECS, DEFAULT_FLIT_BYTES, HEADER_BYTES, STREAM_AHEAD, LinkFormat,
+from ..golden.link import (DEFAULT_FLIT_BYTES, HEADER_BYTES, STREAM_AHEAD, LinkFormat,
                            canonical_qlc)
 from ..golden.qlc import QlcCode
 from . import crc, exponent, huffman, qlc
@@ -493,7 +493,7 @@ class _TxStream(wiring.Component):
         p = self._params
         fmt = p.fmt
         body_bits, raw_symbols = fmt.body_bits, fmt.raw_symbols
-        coded_id = CODECS.index(p.codec)
+        coded_id = p.fmt.codec_id
         bf16 = p.codec == "exponent"
         symbol_bits = p.symbol_bits
         raw_shift = (8 * fmt.symbol_bytes).bit_length() - 1      # raw bits a symbol, log2
@@ -1105,7 +1105,7 @@ class _TxTables(wiring.Component):
         copy = Signal(range(IMAGE_MAX + 1))       # the image byte copied next
         position = Signal(range(p.flit_bytes + 1))
         copying = Signal()
-        coded_id = CODECS.index(p.codec)
+        coded_id = p.fmt.codec_id
         header = Signal(32)
         end = Signal(range(p.flit_bytes + 1))
         m.d.comb += self.row_data.eq(_shaped_row(
@@ -1599,7 +1599,7 @@ class _RxTables(wiring.Component):
         # and the checks are not looked at then or in the cycle after.)
         header_valid, sound, follows, opens = Signal(), Signal(), Signal(), Signal()
         m.d.sync += [header_valid.eq(full & ~freed & ~busy),
-                     sound.eq((h_codec == CODECS.index(p.codec)) & (h_bits[:3] == 0)
+                     sound.eq((h_codec == p.fmt.codec_id) & (h_bits[:3] == 0)
                               & (h_bits != 0) & (h_bits <= p.fmt.body_bits)),
                      follows.eq((h_bank == self.bank) & (h_count == fed)),
                      opens.eq(h_count == 0)]

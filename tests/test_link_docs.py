@@ -13,7 +13,7 @@ import pytest
 
 from linkcodec import linkmodel
 from linkcodec.bundled import bundled_files
-from linkcodec.golden.link import CODECS, FlitHeader, FlitWriter, LinkFormat, flit_crcs
+from linkcodec.golden.link import FlitHeader, FlitWriter, LinkFormat, flit_crcs
 from linkcodec.sim.blocks import get_block
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -46,7 +46,7 @@ def test_the_worked_example_is_what_the_golden_model_makes():
     flits = _example_flits()
     assert f"It makes {len(flits)}" in text
     data = [FlitHeader.unpack(flit) for flit in flits[1:]]
-    assert all(not h.table and h.codec == CODECS.index("qlc") for h in data)
+    assert all(not h.table and h.codec == LinkFormat("qlc").codec_id for h in data)
     assert f"then {len(data)} coded data flits" in text
     rows = re.findall(r"^\| (\d+) \| `([0-9a-f ]+)` \| (\d) \(QLC\) \| (\d) \| (\d) \| (\d) "
                       r"\| (\d+) \| (\d+) \| (\d+) \|$", text, re.MULTILINE)
