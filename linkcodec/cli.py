@@ -147,13 +147,15 @@ def _sim_link(args):
     """``linkcodec sim link``: LinkTx driving LinkRx under Verilator (``sim/link.py``),
     the FILEs' frames dealt to the streams, tables from the FILEs as ``linkcodec sim``
     builds them for the codec's blocks."""
-    from .rtl.link import DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH, LINK_CODECS, link_tables
+    from .rtl.link import DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH, link_tables
+    from .rtl.link_codec import link_hardware_codecs
     from .sim.blocks import get_block
     from .sim.link import run_link
 
     codec = args.codec or "qlc"
-    if codec not in LINK_CODECS:
-        raise ValueError(f"the link hardware carries {' and '.join(LINK_CODECS)} so far, "
+    if codec not in link_hardware_codecs():
+        raise ValueError(f"the link hardware carries {' and '.join(link_hardware_codecs())} "
+                         f"so far, "
                          f"not {codec} (the flit format and `linkcodec link` take it)")
     if args.fuzz is not None:
         raise ValueError("--fuzz fuzzes a decoder block, not the link")
@@ -469,6 +471,7 @@ def build_parser():
                     "The exponent-remap blocks carry bf16 values: a FILE is a uint16 .npy "
                     "of bf16 bit patterns or a float array rounded to bf16, and the exponent "
                     "table comes from all the FILEs together (--table).")
+    from .rtl.link_codec import link_hardware_codecs
     from .sim.blocks import BLOCKS
 
     sim.add_argument("block", choices=[*BLOCKS, "link"],
@@ -506,7 +509,7 @@ def build_parser():
                           "FILEs the frames are mutations of their symbols, coded with "
                           "their code; without, random symbols and the base code (the "
                           "default codebook for huffman-decoder)")
-    sim.add_argument("--codec", default=None, choices=["qlc", "huffman", "exponent"],
+    sim.add_argument("--codec", default=None, choices=list(link_hardware_codecs()),
                      help="link only: the codec of every stream (default qlc)")
     sim.add_argument("--streams", type=int, default=None,
                      help="link only: streams side by side, 1 to 16 (default 1)")

@@ -113,7 +113,9 @@ def add_arguments(parser):
 
 def add_link_arguments(parser):
     """The options of the link's blocks (``link-tx``, ``link-rx``)."""
-    parser.add_argument("--codec", default=None, choices=["qlc", "huffman", "exponent"],
+    from .rtl.link_codec import link_hardware_codecs
+
+    parser.add_argument("--codec", default=None, choices=list(link_hardware_codecs()),
                         help="link-tx and link-rx only: the codec (default qlc)")
     parser.add_argument("--streams", type=int, default=None,
                         help="link-tx and link-rx only: streams, 1 to 16 (default 1)")

@@ -15,6 +15,8 @@ import json
 import tempfile
 from pathlib import Path
 
+from .rtl.link_codec import link_hardware_codecs
+
 __all__ = ["SEEDS", "LINK_SHAPES", "RESULTS_JSON", "verilog_sha256", "row_verilog",
            "row_name", "row_key", "read_rows", "table_row", "write_rows", "stale_rows",
            "current_rows"]
@@ -25,7 +27,7 @@ SEEDS = 3
 #: The link shapes the table holds, ``(block, codec, streams)``, each at 1 lane, 256-byte
 #: flits, 64 link bytes a cycle, tables in band, stream numbers on and no retry (the
 #: defaults of ``linkcodec generate link-tx|link-rx``).
-LINK_SHAPES = [(kind, codec, 4) for codec in ("qlc", "huffman", "exponent")
+LINK_SHAPES = [(kind, codec, 4) for codec in link_hardware_codecs()
                for kind in ("link-tx", "link-rx")]
 
 #: The table, machine-readable: package data, so that ``linkcodec link`` reads its figures

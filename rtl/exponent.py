@@ -64,11 +64,12 @@ from amaranth.lib.wiring import In, Out
 from ..golden.exponent import TABLE_SIZE, VALUE_BITS, ExponentTable
 from .bitpack import BitPacker, WordQueue, concatenation_tree, frame_order, pipeline_stage
 from .block import LanedBlock
+from .link_codec import LinkHardware
 from .table import ConfigTable, bank_switch
 from .payload import (check_lanes, check_word_width, config_write_layout, symbol_layout,
                       word_layout)
 
-__all__ = ["LANES", "DEFAULT_TABLE", "ESCAPE_BITS", "SWITCH_ADDR", "config_layout",
+__all__ = ["ExponentLinkHardware", "LINK_LANES", "LINK_WORD_WIDTH", "LANES", "DEFAULT_TABLE", "ESCAPE_BITS", "SWITCH_ADDR", "config_layout",
            "default_word_width", "escape_queue_depth", "escape_entry_layout", "switch_write",
            "config_writes", "EscapeQueue", "ExponentRemapEncoder", "ExponentRemapDecoder"]
 
@@ -877,3 +878,35 @@ class ExponentRemapDecoder(_ExponentBlock):
                 m.d.sync += [self.o.payload.symbols[lane].eq(
                     Mux(lane < beat_count, symbol, 0)) for lane, symbol in enumerate(symbols)]
         return m
+
+
+# -- on the link ------------------------------------------------------------------------
+
+#: The exponent blocks in a link stream: their lanes (the fewest they take; a stream
+#: gives them a value a beat) and word width (their default at those lanes).
+LINK_LANES = 4
+LINK_WORD_WIDTH = default_word_width(LINK_LANES)
+
+
+class ExponentLinkHardware(LinkHardware):
+    """bf16 values in a link stream, exponents remapped: a
+    :class:`ExponentRemapEncoder` and :class:`ExponentRemapDecoder` of
+    :data:`LINK_LANES` lanes and :data:`LINK_WORD_WIDTH`-bit words, whose values and
+    escapes go as two streams (``two_streams``)."""
+
+    name, two_streams = "exponent", True
+    encoder_config_layout = decoder_config_layout = config_layout
+    encoder_switch = decoder_switch = SWITCH_ADDR
+
+    def tables(self, tables=None):
+        if tables is not None and not isinstance(tables, ExponentTable):
+            raise TypeError(f"tables must be an ExponentTable, not {type(tables).__name__}")
+        return DEFAULT_TABLE if tables is None else tables
+
+    def code_lengths(self, tables):
+        raise TypeError("the exponent remap codes every value in 11 bits and an escape "
+                        "apart: its cutter reads no code lengths")
+
+    def block(self, kind, tables):
+        block = {"encoder": ExponentRemapEncoder, "decoder": ExponentRemapDecoder}[kind]
+        return block(lanes=LINK_LANES, word_width=LINK_WORD_WIDTH, tables=tables)

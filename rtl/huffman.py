@@ -66,11 +66,12 @@ from ..golden.qlc import QlcCode
 from .bitpack import (BitPacker, WordQueue, bits_at, concatenation_tree, frame_order,
                       pipeline_stage)
 from .block import LanedBlock, decoder_signature, encoder_signature
+from .link_codec import LINK_WORD_WIDTH, LinkHardware
 from .payload import check_lanes, config_write_layout
 from .table import ConfigRegisters, ConfigTable, bank_switch, two_bank_table
 from .window import beat_end, jump_loop, pick, window_geometry
 
-__all__ = [
+__all__ = ["HuffmanLinkHardware", 
     "MAX_CODE_LENGTH", "MAX_LENGTHS", "MIN_DECODER_WORD_WIDTH", "SWITCH_ADDR", "LENGTH_BASE",
     "code_entry_layout", "length_entry_layout", "config_layout", "default_word_width",
     "default_codebook", "check_codebook", "check_encoder_code", "check_max_length",
@@ -1450,3 +1451,24 @@ class HuffmanDecoder(_HuffmanBlock):
         in_flight += [(self.o.valid, out_bank)]
         m.d.comb += old_in_use.eq(banks.idle_in_use(in_flight))
         return m
+
+
+# -- on the link ------------------------------------------------------------------------
+
+class HuffmanLinkHardware(LinkHardware):
+    """e4m3 Huffman in a link stream: a 1-lane :class:`HuffmanEncoder` and
+    :class:`HuffmanDecoder`, holding a canonical codebook (:func:`check_codebook`)."""
+
+    name = "huffman"
+    encoder_config_layout = decoder_config_layout = config_layout
+    encoder_switch = decoder_switch = SWITCH_ADDR
+
+    def tables(self, tables=None):
+        return check_codebook(default_codebook() if tables is None else tables)
+
+    def code_lengths(self, tables):
+        return [int(length) for length in tables.lengths]
+
+    def block(self, kind, tables):
+        block = {"encoder": HuffmanEncoder, "decoder": HuffmanDecoder}[kind]
+        return block(lanes=1, word_width=LINK_WORD_WIDTH, tables=tables)

@@ -131,18 +131,14 @@ from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..golden.exponent import VALUE_BITS, ExponentTable
-from ..golden.huffman import HuffmanCodebook
-from ..golden.link import (DEFAULT_FLIT_BYTES, HEADER_BYTES, STREAM_AHEAD, LinkFormat,
-                           canonical_qlc)
-from ..golden.qlc import QlcCode
-from . import crc, exponent, huffman, qlc
-from .exponent import ExponentRemapDecoder, ExponentRemapEncoder
-from .huffman import HuffmanDecoder, HuffmanEncoder, check_codebook, default_codebook
+from ..golden.exponent import VALUE_BITS
+from ..golden.link import DEFAULT_FLIT_BYTES, HEADER_BYTES, STREAM_AHEAD, LinkFormat
+from . import crc, exponent
 from .bitpack import RegisterSlice, mux_tree
 from .payload import config_write_layout, flit_header_layout, symbol_layout, word_layout
 from .retry import (RETRY_DEPTHS, RetryRx, RetryTx, ack_layout, check_ack_latency,
                     check_link_shape)
+from .link_codec import LINK_WORD_WIDTH, link_hardware, link_hardware_codecs
 from .table import config_listener
 from .table_loader import IMAGE_BYTES, TableLoader, image_byte_layout, loader_write_layout
 
@@ -150,16 +146,11 @@ __all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "DEFAULT_RETRY_DEPTH", "STATUS_C
            "DEFAULT_ACK_LATENCY", "LINK_WORD_WIDTH", "LinkTx", "LinkRx", "LinkPair",
            "link_tables", "pair_blocks", "pair_members", "connect_pair"]
 
-#: Codecs the link hardware carries.
-LINK_CODECS = ("qlc", "huffman", "exponent")
+#: Codecs the link hardware carries (:func:`~linkcodec.rtl.link_codec.link_hardware_codecs`
+#: at import; a codec registered later is in that function's answer, not here).
+LINK_CODECS = link_hardware_codecs()
 #: Bytes a link word carries by default (a cycle of a UCIe x16 link at 32 GT/s, 1 GHz).
 DEFAULT_LINK_BYTES = 64
-#: Width of the coded words between a stream's codec block and its flit buffer.
-LINK_WORD_WIDTH = 16
-#: The exponent codec's blocks in a stream: their lanes (the fewest they take; a stream
-#: gives them a value a beat) and word width (their default at those lanes).
-EXPONENT_LANES = 4
-EXPONENT_WORD_WIDTH = exponent.default_word_width(EXPONENT_LANES)
 #: Escape bytes LinkTx's exponent stream holds while it writes a flit's values (a coded
 #: flit holds at most 76, at 256 bytes).
 ESCAPE_QUEUE_DEPTH = 128
@@ -206,27 +197,8 @@ LINK_OUT_DEPTH = 8
 def link_tables(codec, tables=None):
     """The tables a link of ``codec`` holds: ``tables`` (a :class:`QlcCode` made
     canonical, a canonical :class:`HuffmanCodebook` or an :class:`ExponentTable`), or
-    the codec's default."""
-    if codec == "qlc":
-        return canonical_qlc(QlcCode.base() if tables is None else tables)
-    if codec == "huffman":
-        return check_codebook(default_codebook() if tables is None else tables)
-    if codec == "exponent":
-        if tables is not None and not isinstance(tables, ExponentTable):
-            raise TypeError(f"tables must be an ExponentTable, not {type(tables).__name__}")
-        return exponent.DEFAULT_TABLE if tables is None else tables
-    raise ValueError(f"codec must be one of {', '.join(map(repr, LINK_CODECS))}, not "
-                     f"{codec!r}")
-
-
-def _code_lengths(codec, tables):
-    if codec == "qlc":
-        return [int(length) for length in tables.length_of]
-    return [int(length) for length in tables.lengths]
-
-
-def _codec_module(codec):
-    return {"qlc": qlc, "huffman": huffman, "exponent": exponent}[codec]
+    the codec's default (:meth:`~linkcodec.rtl.link_codec.LinkHardware.tables`)."""
+    return link_hardware(codec).tables(tables)
 
 
 def _sliced_loader(m, codec, block):
@@ -241,40 +213,10 @@ def _sliced_loader(m, codec, block):
     wiring.connect(m, image_slice.o, loader.i)
     wiring.connect(m, loader.o, write_slice.i)
     writes = write_slice.o
-    switch = (_encoder_module(codec) if block != "decoder" else _codec_module(codec)).SWITCH_ADDR
+    adapter = link_hardware(codec)
+    switch = adapter.decoder_switch if block == "decoder" else adapter.encoder_switch
     end = writes.payload.error | (writes.payload.addr == switch)
     return image_slice.i, writes, end
-
-
-def _tx_loader_block(codec):
-    """The writes :class:`LinkTx`'s loader makes (:class:`TableLoader`'s ``block``): a
-    QLC stream codes through a code table (:func:`_block`), so its loader works out each
-    symbol's code once for every stream."""
-    return "codes" if codec == "qlc" else "encoder"
-
-
-def _encoder_module(codec):
-    """The module of a :class:`LinkTx` stream's encoder (its config layout and switch)."""
-    return huffman if codec == "qlc" else _codec_module(codec)
-
-
-def _block(codec, kind, tables):
-    """A stream's ``kind`` (``"encoder"`` or ``"decoder"``) of ``codec``, holding
-    ``tables``. A QLC stream's encoder is a code table: a
-    :class:`~linkcodec.rtl.huffman.HuffmanEncoder` holding the QLC code (its bitstream,
-    bit for bit: :func:`~linkcodec.rtl.huffman.check_encoder_code`), with none of
-    :class:`~linkcodec.rtl.qlc.QlcEncoder`'s rank-to-code logic in each stream (the
-    loader works each code out once, :func:`_tx_loader_block`)."""
-    if codec == "exponent":
-        block = {"encoder": ExponentRemapEncoder, "decoder": ExponentRemapDecoder}[kind]
-        return block(lanes=EXPONENT_LANES, word_width=EXPONENT_WORD_WIDTH, tables=tables)
-    if (codec, kind) == ("qlc", "encoder"):
-        return HuffmanEncoder(lanes=1, word_width=LINK_WORD_WIDTH, tables=tables,
-                              max_length=qlc.MAX_CODE_LENGTH)
-    block = {("qlc", "encoder"): qlc.QlcEncoder, ("qlc", "decoder"): qlc.QlcDecoder,
-             ("huffman", "encoder"): HuffmanEncoder,
-             ("huffman", "decoder"): HuffmanDecoder}[codec, kind]
-    return block(lanes=1, word_width=LINK_WORD_WIDTH, tables=tables)
 
 
 class _Params:
@@ -283,9 +225,7 @@ class _Params:
     def __init__(self, *, codec, streams, lanes, flit_bytes, link_bytes, tables,
                  tables_in_band, retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY,
                  stream_numbers=None, status_cycles=STATUS_CYCLES):
-        if codec not in LINK_CODECS:
-            raise ValueError(f"codec must be one of {', '.join(map(repr, LINK_CODECS))} in "
-                             f"hardware, not {codec!r}")
+        self.hardware = link_hardware(codec)        # (refuses a codec it lacks)
         if lanes != 1:
             raise ValueError(f"lanes must be 1 (a lane a stream) in this version, not "
                              f"{lanes!r}")
@@ -311,10 +251,6 @@ class _Params:
                               sequence="link" if retry_depth else
                               "stream" if stream_numbers else None)
         check_link_shape(flit_bytes, link_bytes)
-        if tables is not None and not isinstance(tables, (QlcCode, HuffmanCodebook,
-                                                          ExponentTable)):
-            raise TypeError(f"tables must be a QlcCode, a HuffmanCodebook or an "
-                            f"ExponentTable, not {type(tables).__name__}")
         if not isinstance(tables_in_band, bool):
             raise TypeError(f"tables_in_band must be True or False, not {tables_in_band!r}")
         self.codec, self.streams, self.lanes = codec, streams, lanes
@@ -479,7 +415,7 @@ class _TxStream(wiring.Component):
             # has it); ``busy``: each link bank, whether a frame of it is in progress or a
             # flit of it not yet sent; ``caught_up``: the encoder is on the cutter's table.
             "table": In(config_listener(loader_write_layout(
-                params.codec, _tx_loader_block(params.codec)))),
+                params.codec, params.hardware.tx_loader_block))),
             "table_ready": Out(1),
             "fresh": In(1),
             "fresh_bank": In(1),
@@ -494,7 +430,7 @@ class _TxStream(wiring.Component):
         fmt = p.fmt
         body_bits, raw_symbols = fmt.body_bits, fmt.raw_symbols
         coded_id = p.fmt.codec_id
-        bf16 = p.codec == "exponent"
+        bf16 = p.hardware.two_streams
         symbol_bits = p.symbol_bits
         raw_shift = (8 * fmt.symbol_bytes).bit_length() - 1      # raw bits a symbol, log2
 
@@ -642,7 +578,7 @@ class _TxStream(wiring.Component):
             # address.
             m.submodules.lengths = lengths = Memory(
                 shape=unsigned(10), depth=256,
-                init=[length | length << 5 for length in _code_lengths(p.codec, p.tables)])
+                init=[length | length << 5 for length in p.hardware.code_lengths(p.tables)])
             length_read = lengths.read_port(domain="comb")
             m.d.comb += [length_read.addr.eq(incoming.symbol),
                          incoming.lengths.eq(length_read.data)]
@@ -756,7 +692,7 @@ class _TxStream(wiring.Component):
                           last=1)
 
         # -- 2, 3. the reader: chunks to the encoder, or round it ----------------------
-        m.submodules.encoder = encoder = _block(p.codec, "encoder", p.tables)
+        m.submodules.encoder = encoder = p.hardware.block("encoder", p.tables)
         m.submodules.body_modes = body_modes = SyncFIFOBuffered(width=1, depth=4)
         reading = Signal()
         raw = Signal()
@@ -776,7 +712,7 @@ class _TxStream(wiring.Component):
         config = encoder.i_config
         with m.If(switch_offer):
             m.d.comb += [config.valid.eq(1),
-                         config.payload.addr.eq(_encoder_module(p.codec).SWITCH_ADDR)]
+                         config.payload.addr.eq(p.hardware.encoder_switch)]
         with m.Else():
             m.d.comb += [config.valid.eq(table_valid),
                          config.payload.addr.eq(table_write.addr),
@@ -1402,7 +1338,7 @@ class LinkTx(_LinkBlock):
         # (A state register, not m.FSM: its case statement has values no state takes,
         # which Verilator's lint flags.)
         state = Signal(range(len(_TX_TABLE_STATES)))
-        feeding, writes, end_beat = _sliced_loader(m, p.codec, _tx_loader_block(p.codec))
+        feeding, writes, end_beat = _sliced_loader(m, p.codec, p.hardware.tx_loader_block)
         flags = [~unit.busy.bit_select(target, 1) & unit.caught_up for unit in streams]
         if p.table_registers:
             # Gathered through registers, a group of LINK_GROUP streams and then the
@@ -1663,7 +1599,7 @@ class _RxStream(wiring.Component):
             "bank_valid": In(2),
             "load_change": In(2),
             "clear": Out(1),
-            "table": In(config_listener(_codec_module(params.codec).config_layout)),
+            "table": In(config_listener(params.hardware.decoder_config_layout)),
             "table_ready": Out(1),
         })
 
@@ -1711,7 +1647,7 @@ class _RxStream(wiring.Component):
         m.d.comb += unfit.eq(Mux(w_raw,
                                  (w_count > p.fmt.raw_symbols)
                                  | (w_bits != w_count * (8 * p.fmt.symbol_bytes)),
-                                 (w_bits > p.fmt.body_bits) if p.codec != "exponent"
+                                 (w_bits > p.fmt.body_bits) if not p.hardware.two_streams
                                  else 0))
 
         # Stream numbers (golden StreamCheck): each flit is judged as its last row is
@@ -1760,9 +1696,9 @@ class _RxStream(wiring.Component):
         is_raw = fields.codec == 0
         h_last, h_count, h_bits = fields.last, fields.count, fields.bits
 
-        bf16 = p.codec == "exponent"
+        bf16 = p.hardware.two_streams
         symbol_bytes = p.fmt.symbol_bytes
-        m.submodules.decoder = decoder = _block(p.codec, "decoder", p.tables)
+        m.submodules.decoder = decoder = p.hardware.block("decoder", p.tables)
         # The coded flits in the decoder: their last flag and count, oldest first.
         m.submodules.decoding = decoding = SyncFIFOBuffered(width=13, depth=4)
         outstanding = Signal(range(6))
@@ -1992,7 +1928,7 @@ class _RxStream(wiring.Component):
                 m.d.sync += table_write.eq(self.table.payload)
             with m.If(switching):
                 m.d.comb += [config.valid.eq(1),
-                             config.payload.addr.eq(_codec_module(p.codec).SWITCH_ADDR)]
+                             config.payload.addr.eq(p.hardware.decoder_switch)]
                 with m.If(config.ready):
                     m.d.sync += [switching.eq(0), active.eq(~active)]
             with m.Else():
@@ -2176,7 +2112,8 @@ class _RxStream(wiring.Component):
         # The escape bytes, a word each (the byte in the top bits), or the empty frame.
         escape = escapes.r_data
         m.d.comb += [decoder.i_escapes.valid.eq(escapes.r_rdy),
-                     decoder.i_escapes.payload.data.eq(escape[:8] << (EXPONENT_WORD_WIDTH - 8)),
+                     decoder.i_escapes.payload.data.eq(
+                         escape[:8] << (exponent.LINK_WORD_WIDTH - 8)),
                      decoder.i_escapes.payload.bits.eq(Mux(escape[8], 8, 0)),
                      decoder.i_escapes.payload.last.eq(escape[9]),
                      escapes.r_en.eq(decoder.i_escapes.ready)]

@@ -41,15 +41,17 @@ is a frame boundary, and so both ends of a link reset together end up on the sam
 from amaranth.hdl import Cat, Module, Signal, Mux
 from amaranth.lib import data, wiring
 
-from ..golden.qlc import QlcCode
+from ..golden.qlc import QlcCode, canonical_qlc
+from . import huffman
 from .bitpack import BitPacker, bits_at, concatenation_tree, frame_order, pipeline_stage
 from .block import LanedBlock, decoder_signature, encoder_signature
+from .link_codec import LINK_WORD_WIDTH, LinkHardware
 from .payload import check_lanes
 from .payload import config_write_layout
 from .table import ConfigRegisters, bank_switch, two_bank_table
 from .window import beat_end, jump_loop, pick, window_geometry
 
-__all__ = [
+__all__ = ["QlcLinkHardware", 
     "MAX_CODE_LENGTH", "AREA_BASE", "SWITCH_ADDR", "area_layout", "config_layout",
     "default_word_width", "config_writes", "switch_write",
     "QlcEncoder", "QlcDecoder",
@@ -681,3 +683,30 @@ class QlcDecoder(_QlcBlock):
         old_in_use = banks.idle_in_use(in_flight, active=banks.bank)
         m.d.sync += ready.eq(~pending & ~old_in_use)
         return m
+
+
+# -- on the link ------------------------------------------------------------------------
+
+class QlcLinkHardware(LinkHardware):
+    """QLC in a link stream: a 1-lane :class:`QlcDecoder`, and for an encoder a code
+    table, a 1-lane :class:`~linkcodec.rtl.huffman.HuffmanEncoder` holding the QLC code
+    (its bitstream, bit for bit: :func:`~linkcodec.rtl.huffman.check_encoder_code`), with
+    none of :class:`QlcEncoder`'s rank-to-code logic in each stream: the transmitter's
+    loader works each symbol's code out once for every stream (``"codes"``). The link
+    holds the code made canonical (:func:`~linkcodec.golden.qlc.canonical_qlc`)."""
+
+    name, tx_loader_block = "qlc", "codes"
+    encoder_config_layout, encoder_switch = huffman.config_layout, huffman.SWITCH_ADDR
+    decoder_config_layout, decoder_switch = config_layout, SWITCH_ADDR
+
+    def tables(self, tables=None):
+        return canonical_qlc(QlcCode.base() if tables is None else tables)
+
+    def code_lengths(self, tables):
+        return [int(length) for length in tables.length_of]
+
+    def block(self, kind, tables):
+        if kind == "encoder":
+            return huffman.HuffmanEncoder(lanes=1, word_width=LINK_WORD_WIDTH, tables=tables,
+                                          max_length=MAX_CODE_LENGTH)
+        return QlcDecoder(lanes=1, word_width=LINK_WORD_WIDTH, tables=tables)

@@ -133,3 +133,23 @@ def test_the_registry_refuses_what_the_header_cannot_tell_apart():
     with pytest.raises(ValueError, match="codec must be one of 'qlc', 'huffman', 'exponent'"):
         LinkFormat("other")
     assert codec_name(MAX_CODEC_ID + 1) == "unassigned codec 4"
+
+
+def test_the_link_hardware_finds_each_codec_through_its_adapter():
+    """Each codec the hardware carries has a golden link codec of the same name; the
+    link's parameters refuse a codec with no adapter, naming those it has, and a second
+    adapter of a name is refused."""
+    from linkcodec.rtl.huffman import HuffmanLinkHardware
+    from linkcodec.rtl.link import LinkRx, LinkTx
+    from linkcodec.rtl.link_codec import (link_hardware, link_hardware_codecs,
+                                          register_link_hardware)
+
+    assert set(link_hardware_codecs()) <= set(link_codecs())
+    assert link_hardware("exponent").two_streams and not link_hardware("qlc").two_streams
+    assert link_hardware("qlc").tx_loader_block == "codes"
+    for block in (LinkTx, LinkRx):
+        with pytest.raises(ValueError, match="codec must be one of 'qlc', 'huffman', "
+                                             "'exponent' in hardware, not 'nibble'"):
+            block(codec="nibble")
+    with pytest.raises(ValueError, match="'huffman' is already registered"):
+        register_link_hardware(HuffmanLinkHardware())
