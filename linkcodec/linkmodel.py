@@ -174,7 +174,7 @@ class LinkHardware(NamedTuple):
     the results table, at ``synthesis_streams``, the widest shape it holds; and the
     ``commands`` that measured them. ``link_side_bytes`` is the most flit bytes ``LinkTx``
     puts on its link a cycle, whatever the streams do: its link side moves a row of
-    :data:`~linkcodec.rtl.link.LINK_PIECE_BYTES` a cycle (rtl/link.py)."""
+    :data:`~linkcodec.rtl.link.LINK_PIECE_BYTES` a cycle (rtl/link/)."""
 
     streams: int
     symbols_per_cycle: float

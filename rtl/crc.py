@@ -1,5 +1,5 @@
 """UCIe's CRC-16 in hardware: XOR matrices derived from the golden model
-(:mod:`linkcodec.golden.crc`), for the link's CRC field (``rtl/link.py``).
+(:mod:`linkcodec.golden.crc`), for the link's CRC field (``rtl/link/``).
 
 The CRC is linear with an initial value of 0, so a message cut into pieces of ``n``
 bytes is taken a piece a cycle::

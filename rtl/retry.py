@@ -1,4 +1,4 @@
-"""Go-back-N retry for the link (``rtl/link.py``): a retry buffer at the sender, a flit
+"""Go-back-N retry for the link (``rtl/link/``): a retry buffer at the sender, a flit
 check at the receiver and a return channel between them.
 
 A link with retry has a sequence number in every flit (``LinkFormat(...,

@@ -6,7 +6,7 @@ would: a flipped bit (``"flip"``), a burst of 2 to 16 bits whose ends are flippe
 a flit replaced by random bytes (``"garbage"``). The kinds take turns, each fault on a
 flit of its own, chosen by a seeded generator (the seed is printed, as for every random
 pattern here). :func:`lossy_beats` is what ``LinkRx`` without retry gives for the
-spoilt sequence (``rtl/link.py``): a flit whose CRC fails gives its stream the error
+spoilt sequence (``rtl/link/``): a flit whose CRC fails gives its stream the error
 beat (the stream its header names, if any), the others decode as sent.
 :func:`score` counts what the user lost against what went in.
 

@@ -1,4 +1,4 @@
-"""Run the link (``rtl/link.py``) under Verilator, scored against ``golden/link.py``.
+"""Run the link (``rtl/link/``) under Verilator, scored against ``golden/link.py``.
 
 :func:`run_link` runs :class:`~linkcodec.rtl.link.LinkPair` (``LinkTx`` driving
 ``LinkRx`` with nothing between) on frames dealt to its streams, with idle cycles at

@@ -25,12 +25,14 @@ LAYER_NAMES = ["golden", "rtl", "sim", "tooling", "cli", "__main__"]
 
 
 def _modules():
-    """``{module name: (path, package name)}`` for every ``.py`` file of every package."""
+    """``{module name: (path, package name)}`` for every ``.py`` file of every package
+    and of the packages inside it (``linkcodec.rtl.link``)."""
     modules = {}
     for package, (folder, _) in PACKAGES.items():
-        for path in sorted(folder.glob("*.py")):
-            name = package if path.stem == "__init__" else f"{package}.{path.stem}"
-            modules[name] = (path, package)
+        for path in sorted(folder.rglob("*.py")):
+            inner = ".".join((package, *path.relative_to(folder).parent.parts))
+            name = inner if path.stem == "__init__" else f"{inner}.{path.stem}"
+            modules[name] = (path, inner)
     return modules
 
 
@@ -42,7 +44,10 @@ def layer(module):
         return 5
     if module == CLI:
         return 4
-    return PACKAGES[MODULES[module][1]][1]
+    package = MODULES[module][1]
+    while package not in PACKAGES:                # a package inside one: its layer
+        package = package.rpartition(".")[0]
+    return PACKAGES[package][1]
 
 
 def _resolve(package, node):

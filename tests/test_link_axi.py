@@ -39,7 +39,7 @@ from linkcodec.link_hardware import link_component
 from test_axi import PAUSES, client_bits, frames_of, run_axi, source_frame, transfers
 
 # Both at 2 streams: these tests check the AXI names and word mapping. (LinkTx's flits
-# from two groups of streams at its link side, rtl/link.py's LINK_GROUP, are read back
+# from two groups of streams at its link side, rtl/link/'s LINK_GROUP, are read back
 # through the golden FlitReader in test_rtl_link.py's test_link_loads_tables_in_band at 5
 # streams; here 5 took 48 s of make test's 20 minutes.)
 CODEC, FLIT_BYTES, LINK_BYTES = "qlc", 64, 32

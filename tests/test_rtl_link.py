@@ -1,4 +1,4 @@
-"""The link's hardware (rtl/link.py) against golden/link.py: LinkTx driving LinkRx under
+"""The link's hardware (rtl/link/) against golden/link.py: LinkTx driving LinkRx under
 Verilator, LinkTx's flits byte for byte, LinkRx on bad flits, parameters."""
 
 import json
