@@ -181,7 +181,7 @@ def frames_from_words(words, word_width, *, unterminated="raise"):
     """Cut ``words`` into frames and find each frame's first word fault.
 
     ``words``: a sequence of mappings with integer ``data`` (``0 .. 2**W - 1``), ``bits``
-    (``>= 0``) and ``last`` (0 or 1), as ``linkcodec.sim.beats.frame_words`` makes them.
+    (``>= 0``) and ``last`` (0 or 1), as ``linkcodec.rtl.blocks.beats.frame_words`` makes them.
     ``word_width`` ``W`` is a positive multiple of 8. A frame is the words up to and
     including one with ``last = 1``. Words after the last such word form no frame: they
     raise :class:`UnterminatedFrameError` or, with ``unterminated="drop"``, are left out.

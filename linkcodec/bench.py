@@ -139,7 +139,7 @@ def block_lanes(lanes_list):
     ``lanes_list`` that the block takes (the Huffman decoder takes at most 4); a lane
     count that is not a lane count at all is refused."""
     from .rtl.payload import check_lanes
-    from .sim.blocks import BLOCKS
+    from .rtl.blocks import BLOCKS
 
     for lanes in lanes_list:
         check_lanes(lanes)
@@ -1255,7 +1255,7 @@ def _fuzz_tables(block, kind):
     """``(code, pool)`` of a :data:`FUZZ_CASES` entry."""
     if kind is None:
         return None, None
-    from .sim.blocks import get_block
+    from .rtl.blocks import get_block
 
     description = get_block(block)
     if description.symbol_dtype == np.uint16:
@@ -1346,7 +1346,7 @@ def contract_rows(seed=None, *, lanes_at_least=None, out=None):
     import os
     import random
 
-    from .sim.blocks import BLOCKS
+    from .rtl.blocks import BLOCKS
     from .sim.contract import LARGE_LANES
 
     if lanes_at_least is None:

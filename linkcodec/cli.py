@@ -5,7 +5,7 @@
   cycles per symbol (values, for the bf16 exponent-remap blocks) and the bits it coded;
   ``linkcodec sim qlc-decoder|huffman-decoder --fuzz N [FILE...]`` fuzzes a decoder
   against the golden model. BLOCK is any block of the registry
-  (:mod:`linkcodec.sim.blocks`), and its table options are those its description
+  (:mod:`linkcodec.rtl.blocks`), and its table options are those its description
   declares;
 - ``linkcodec analyze [--format e4m3|bf16] [--json] [--plot PNG] FILE... [--scales S...]``
   reports how compressible tensors are under each codec;
@@ -29,9 +29,9 @@ __all__ = ["main"]
 
 def _sim_block(args):
     """The description of ``sim``'s block, with the table options of ``sim`` that it does
-    not declare (:attr:`~linkcodec.sim.block.BlockDescription.sim_options`) refused, and
+    not declare (:attr:`~linkcodec.rtl.blocks.description.BlockDescription.sim_options`) refused, and
     ``--lanes`` defaulting to its fewest lanes."""
-    from .sim.blocks import get_block
+    from .rtl.blocks import get_block
 
     block = get_block(args.block)
     for name in _sim_option_names():
@@ -46,7 +46,7 @@ def _sim_block(args):
 
 def _sim_option_names():
     """The table options of every registered block, in registry order."""
-    from .sim.blocks import BLOCKS
+    from .rtl.blocks import BLOCKS
 
     return list(dict.fromkeys(name for block in BLOCKS.values() for name in block.sim_options))
 
@@ -149,7 +149,7 @@ def _sim_link(args):
     builds them for the codec's blocks."""
     from .rtl.link import DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH, link_tables
     from .rtl.link_codec import link_hardware_codecs
-    from .sim.blocks import get_block
+    from .rtl.blocks import get_block
     from .sim.link import run_link
 
     codec = args.codec or "qlc"
@@ -294,7 +294,7 @@ def _sim_fuzz(args, block):
     """``linkcodec sim DECODER --fuzz N [FILE...]``: differential fuzzing against the
     golden word-level model (``linkcodec.sim.fuzz``), for the blocks that say they can be
     fuzzed."""
-    from .sim.blocks import BLOCKS
+    from .rtl.blocks import BLOCKS
     from .sim.fuzz import run_fuzz
 
     if not block.fuzzable:
@@ -472,7 +472,7 @@ def build_parser():
                     "of bf16 bit patterns or a float array rounded to bf16, and the exponent "
                     "table comes from all the FILEs together (--table).")
     from .rtl.link_codec import link_hardware_codecs
-    from .sim.blocks import BLOCKS
+    from .rtl.blocks import BLOCKS
 
     sim.add_argument("block", choices=[*BLOCKS, "link"],
                      help="a block of the registry, or `link`: LinkTx driving LinkRx")

@@ -7,7 +7,7 @@ import time
 
 from .bench import bf16_rows, codec_classes, codec_rows
 from .hardware import throughput
-from .sim.blocks import BLOCKS
+from .rtl.blocks import BLOCKS
 from .tables import markdown_table
 
 __all__ = ["codec_table", "bf16_table", "run_demo"]

@@ -66,7 +66,7 @@ def generate(block, *, lanes=None, word_width=None, axi_stream=False, output):
 
     ``lanes`` defaults to the block's fewest."""
     from .rtl.axi import AxiStreamWrapper
-    from .sim.blocks import get_block
+    from .rtl.blocks import get_block
 
     description = get_block(block) if isinstance(block, str) else block
     lanes = min(description.lanes) if lanes is None else lanes
@@ -82,7 +82,7 @@ def generate(block, *, lanes=None, word_width=None, axi_stream=False, output):
 def write_verilog(component, module, output):
     """Write ``component`` as ``output/<module>.v`` with its lint waivers beside it,
     ``output/<module>.vlt``; return both paths."""
-    from .sim.runner import verilog_text
+    from .rtl.verilog import verilog_text
 
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
@@ -95,7 +95,7 @@ def write_verilog(component, module, output):
 
 def add_arguments(parser):
     from .link_hardware import LINK_BLOCKS
-    from .sim.blocks import BLOCKS
+    from .rtl.blocks import BLOCKS
 
     parser.add_argument("block", choices=[*BLOCKS, *LINK_BLOCKS])
     parser.add_argument("--lanes", type=int, default=None,
@@ -195,7 +195,7 @@ def axi_wrapper(block, *, lanes, word_width=None):
     description) as ``generate --axi-stream`` builds it, for its signature only: it and
     its block are marked used, so leaving them unelaborated raises no warning."""
     from .rtl.axi import AxiStreamWrapper
-    from .sim.blocks import get_block
+    from .rtl.blocks import get_block
 
     description = get_block(block) if isinstance(block, str) else block
     component = description.build(lanes=description.check_lanes(lanes), word_width=word_width)
@@ -255,7 +255,7 @@ def axi_port_tables():
     from amaranth.hdl import Shape
     from amaranth.lib.wiring import Out
 
-    from .sim.blocks import BLOCKS
+    from .rtl.blocks import BLOCKS
 
     sections = []
     for name, description in BLOCKS.items():

@@ -42,7 +42,7 @@ def hardware_file(block=None):
     of e4m3 symbols; ``minilm_bf16_l4_ffn2_act_s0.npy`` for a block of bf16 values."""
     if block is not None:
         if isinstance(block, str):
-            from .sim.blocks import get_block
+            from .rtl.blocks import get_block
 
             block = get_block(block)
         if block.value_bits == 16:
@@ -64,7 +64,7 @@ def sample_frames(block, count=1500):
 def throughput(block, lanes, *, word_width=None):
     """Simulate ``block`` at ``lanes`` on :func:`hardware_file`, no stalls; returns the
     row ``bench --hardware`` prints (``symbols_per_cycle``, ``bit_exact`` ...)."""
-    from .sim.blocks import get_block
+    from .rtl.blocks import get_block
     from .sim.harness import run_frames
 
     path = hardware_file(block)
@@ -104,7 +104,7 @@ def block_latency(block, lanes, *, word_width=None):
     first output transfer that carries something of it, no stalls)."""
     from amaranth.hdl import Fragment
 
-    from .sim.blocks import get_block
+    from .rtl.blocks import get_block
 
     component = get_block(block).build(lanes=lanes, word_width=word_width)
     Fragment.get(component, None)

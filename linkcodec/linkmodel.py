@@ -259,7 +259,7 @@ class LinkSample(NamedTuple):
 
 
 def _block(codec):
-    from .sim.blocks import get_block
+    from .rtl.blocks import get_block
 
     return get_block(BLOCKS_OF[codec][0])
 

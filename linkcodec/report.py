@@ -30,7 +30,7 @@ __all__ = ["add_arguments", "run", "render", "link_report_row"]
 
 
 def add_arguments(parser):
-    from .sim.blocks import BLOCKS
+    from .rtl.blocks import BLOCKS
 
     from .generate import add_link_arguments
     from .link_hardware import LINK_BLOCKS
@@ -79,7 +79,7 @@ def run(args):
     from .generate import link_options
     from .hardware import report_row
     from .link_hardware import LINK_BLOCKS
-    from .sim.blocks import get_block
+    from .rtl.blocks import get_block
 
     if args.seeds < 1:
         raise ValueError(f"--seeds must be at least 1, not {args.seeds}")

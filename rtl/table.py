@@ -197,7 +197,7 @@ def bank_switch(m, config, *, boundary, switch_addr):
     m.d.comb += flip.eq(pending & (boundary | ResetSignal(allow_reset_less=True)))
     # Assigned every cycle, not under an If: the register has no reset, so its next value
     # must be defined from the first clock edge (the Verilog is continuous assignments,
-    # evaluated at time 0 by a 4-state simulator: sim/runner.py's verilog_text).
+    # evaluated at time 0 by a 4-state simulator: rtl/verilog.py's verilog_text).
     m.d.sync += active.eq(active ^ flip)
     with m.If(flip):
         m.d.sync += pending.eq(0)

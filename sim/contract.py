@@ -1,16 +1,16 @@
 """The contract every block of the registry keeps, checked the same way for each.
 
 ``tests/test_contract.py`` runs these checks over every block of
-:data:`~linkcodec.sim.blocks.BLOCKS` (and every pair of an encoder driving its decoder,
+:data:`~linkcodec.rtl.blocks.BLOCKS` (and every pair of an encoder driving its decoder,
 :func:`~linkcodec.sim.pair.pairs`), every lane count the block takes, crossed with the
 pause patterns of :data:`CONTRACT_PATTERNS`; ``linkcodec bench --contract`` runs the
 lane counts too large for ``make test`` (:data:`LARGE_LANES` and up). A block defined anywhere else joins by
-:func:`~linkcodec.sim.blocks.register` and is checked the same way. Each check raises
+:func:`~linkcodec.rtl.blocks.register` and is checked the same way. Each check raises
 :class:`ContractError` (an ``AssertionError``) naming the block, the lanes and the seed.
 
 - :func:`check_round_trip`: frames at the corners (every value, uniform, zero-heavy,
   empty, one symbol, a partial last beat, real data when given) through the block with
-  run-time tables (:meth:`~linkcodec.sim.block.BlockDescription.example_tables`),
+  run-time tables (:meth:`~linkcodec.rtl.blocks.description.BlockDescription.example_tables`),
   bit-exact against the golden model, under a pause pattern on every port; the protocol
   monitor watches every output (:class:`~linkcodec.sim.harness.ProtocolError`);
 - :func:`check_latency`: the first input transfer to the first output transfer on every
@@ -36,7 +36,7 @@ lane counts too large for ``make test`` (:data:`LARGE_LANES` and up). A block de
 import numpy as np
 from amaranth.hdl import Fragment
 
-from .beats import symbol_beats
+from ..rtl.blocks.beats import symbol_beats
 from .harness import first_mismatch, run_beats, run_frames, shared_build, stream_ports
 from .stream import PATTERNS
 

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..golden.link import FlitHeader, FlitReader, StreamCheck, is_status, seal
-from .beats import decoder_beats
+from ..rtl.blocks.beats import decoder_beats
 
 __all__ = ["FAULT_KINDS", "Fault", "arrivals", "crc_good", "hit_beats", "inject",
            "lossy_beats", "score"]

@@ -1,6 +1,6 @@
 """Differential fuzzing of a decoder block against the golden word-level model.
 
-Any block of :data:`~linkcodec.sim.blocks.BLOCKS` that says it is ``fuzzable``: a
+Any block of :data:`~linkcodec.rtl.blocks.BLOCKS` that says it is ``fuzzable``: a
 decoder of words whose tables are a golden decoder (``encode`` and ``decode``), today
 ``qlc-decoder`` (a :class:`~linkcodec.golden.qlc.QlcCode`, the default everywhere),
 ``huffman-decoder`` and ``huffman-decoder-bf16`` (a
@@ -46,8 +46,8 @@ import numpy as np
 
 from ..golden.qlc import QlcCode
 from ..golden.words import check_word_width, decode_words
-from .beats import decoder_beats, frame_words, split_frames
-from .blocks import BLOCKS, get_block
+from ..rtl.blocks.beats import decoder_beats, frame_words, split_frames
+from ..rtl.blocks import BLOCKS, get_block
 from .harness import run_beats, shared_build
 
 __all__ = [

@@ -8,7 +8,7 @@ Two levels:
   component's own signature; every stream port is driven or watched, so a beat on a port
   that should be quiet is caught. The build directory is keyed on a hash of the
   generated Verilog.
-- :func:`run_frames` runs a block from its :class:`~linkcodec.sim.block.BlockDescription`
+- :func:`run_frames` runs a block from its :class:`~linkcodec.rtl.blocks.description.BlockDescription`
   on frames of symbols: the description builds the block and turns each frame into its
   input and expected beats through the golden model. This is what ``linkcodec sim``,
   ``linkcodec bench`` and the tests call. It returns ``block``, ``lanes``,
@@ -40,8 +40,9 @@ from pathlib import Path
 from amaranth.lib import stream, wiring
 
 from ..rtl.payload import pack, unpack
+from ..rtl.verilog import verilog_text
 from . import runner
-from .blocks import get_block
+from ..rtl.blocks import get_block
 from .stream import check_pattern, pause_share
 
 __all__ = ["ProtocolError", "XZValueError", "compressibility", "first_mismatch",
@@ -164,7 +165,7 @@ def run_beats(component, *, inputs, expected, config=None, idle=0.0, stall=0.0, 
     if seed is None:
         seed = random.SystemRandom().randrange(1 << 31)
 
-    text = runner.verilog_text(component, name="top")
+    text = verilog_text(component, name="top")
     build_root = Path(build_root or runner.BUILD_ROOT)
     # One build per Verilog text, whatever the caller names it: two tests that build the
     # same block under two names share one model (``names`` in the folder lists them).
@@ -309,7 +310,7 @@ def compressibility(bits, symbols, value_bits):
 
 #: The components :func:`run_frames` built, per block description: a run of the same
 #: description with the same lanes, word width and elaborated tables takes the same
-#: object, so its Verilog is converted once a process (:func:`runner.verilog_text`;
+#: object, so its Verilog is converted once a process (:func:`~linkcodec.rtl.verilog.verilog_text`;
 #: the conversion was half the time of a test that reuses a build).
 _BUILT = weakref.WeakKeyDictionary()
 

@@ -18,7 +18,7 @@ from ..golden.link import (FlitHeader, FlitWriter, StreamCheck, deal, flit_seque
                            is_status, link_stats, numbered, status_flit)
 from ..rtl.link import (DEFAULT_ACK_LATENCY, DEFAULT_RETRY_DEPTH, LinkPair, LinkRx,
                         link_tables)
-from .beats import decoder_beats, symbol_beats
+from ..rtl.blocks.beats import decoder_beats, symbol_beats
 from .harness import first_mismatch, run_beats
 
 __all__ = ["run_link", "retry_run", "flits_of_words", "words_of_flits", "link_io",
@@ -491,6 +491,6 @@ def _worst_latency(result, streams):
 def fitted_link_tables(codec, frames):
     """Tables fitted on ``frames`` (e4m3 arrays; bf16 for the exponent codec) for a link
     of ``codec``."""
-    from .blocks import get_block
+    from ..rtl.blocks import get_block
 
     return link_tables(codec, get_block(f"{codec}-encoder").fitted_tables(list(frames)))

@@ -9,8 +9,8 @@ the registry: a block ``X-encoder`` and a block ``X-decoder`` (or ``X-encoder-Y`
 """
 
 from ..rtl.pair import EncoderDecoderPair, pair_port_name
-from .block import BlockDescription
-from .blocks import BLOCKS
+from ..rtl.blocks.description import BlockDescription
+from ..rtl.blocks import BLOCKS
 
 __all__ = ["PairDescription", "pairs"]
 

@@ -32,9 +32,9 @@ from linkcodec.golden.words import decode_words
 from linkcodec.rtl.axi import AxiStreamWrapper
 from linkcodec.rtl.qlc import config_layout as qlc_config_layout
 from linkcodec.sim import runner
-from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
-from linkcodec.sim.blocks import BLOCKS
-from linkcodec.sim.exponent import wire_words
+from linkcodec.rtl.blocks.beats import decoder_beats, frame_words, split_frames
+from linkcodec.rtl.blocks import BLOCKS
+from linkcodec.rtl.blocks.exponent import wire_words
 from linkcodec.sim.harness import first_mismatch, run_beats
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "axi.md"

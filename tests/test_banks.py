@@ -15,7 +15,7 @@ from cases import block_case
 from linkcodec.bundled import bundled_files
 from linkcodec.golden.qlc import QlcCode
 from linkcodec.rtl.qlc import AREA_BASE, SWITCH_ADDR, config_writes
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks import get_block
 from linkcodec.sim.harness import first_mismatch, run_beats
 
 

@@ -9,7 +9,7 @@ import pytest
 from linkcodec import bench
 from linkcodec.bench import codec_classes, codec_rows, single_stage_rows, write_results
 from linkcodec.bundled import KINDS, LAYERS
-from linkcodec.sim.blocks import BLOCKS
+from linkcodec.rtl.blocks import BLOCKS
 from linkcodec.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,10 +197,10 @@ def test_synthesis_flag_rewrites_only_its_part(tmp_path, monkeypatch):
     (tmp_path / "results_compressibility.png").write_bytes(b"not redrawn")
     (tmp_path / "results_luts.png").unlink()
     calls = []
-    monkeypatch.setattr(bench, "synthesis_rows",
-                        lambda lanes: calls.append(lanes) or _fake_synthesis_rows(456.0))
+    monkeypatch.setattr(bench, "synthesis_rows", lambda lanes, keep: calls.append(
+        (lanes, keep)) or _fake_synthesis_rows(456.0))
     assert main(["bench", "--synthesis", "--lanes", "1", "2", "--results", str(page)]) == 0
-    assert calls == [[1, 2]]
+    assert calls == [([1, 2], ())]
     after = page.read_text()
     head, rest = before.split("<!-- synthesis:begin -->")
     assert after.startswith(head)
@@ -211,6 +211,18 @@ def test_synthesis_flag_rewrites_only_its_part(tmp_path, monkeypatch):
     assert "--synthesis --lanes 1 2`" in _part(after, "synthesis")
     assert (tmp_path / "results_luts.png").read_bytes().startswith(PNG)
     assert (tmp_path / "results_compressibility.png").read_bytes() == b"not redrawn"
+    # --stale: the rows of the page's table that are of this code are kept, not measured
+    import linkcodec.results
+
+    tables = []
+    monkeypatch.setattr(linkcodec.results, "current_rows",
+                        lambda rows: tables.append(rows) or rows[:1])
+    calls.clear()
+    assert main(["bench", "--synthesis", "--stale", "--lanes", "1", "--results",
+                 str(page)]) == 0
+    (rows,) = tables
+    assert len(rows) == len(_fake_synthesis_rows(456.0))     # the table the page wrote
+    assert calls == [([1], rows[:1])]
 
 
 def test_a_page_without_markers_is_refused(tmp_path):

@@ -46,7 +46,7 @@ from cases import bf16_steps, block_case
 
 from linkcodec.bundled import bundled_files
 from linkcodec.rtl.huffman import LENGTH_BASE, MAX_CODE_LENGTH, split_length_base
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks import get_block
 from linkcodec.sim.harness import first_mismatch, run_beats, shared_build
 
 #: ``(waiting, after)`` for each decoder (the module docstring): a write into a bank is

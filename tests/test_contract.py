@@ -1,6 +1,6 @@
 """One contract for every block of the registry (:mod:`linkcodec.sim.contract`).
 
-Every block of ``sim.blocks.BLOCKS`` at every lane count it takes, crossed with the pause
+Every block of ``rtl.blocks.BLOCKS`` at every lane count it takes, crossed with the pause
 patterns (none, random, bursty, hold-then-release) on every port: round trips, latency
 against the ``latency`` property, symbols per cycle against the floor the block declares,
 parameter errors, the bad-input promises (counts beyond the lanes, fuzzed words), a reset
@@ -23,7 +23,7 @@ from cases import block_case
 
 from linkcodec.hardware import hardware_file, sample_frames
 from linkcodec.sim import contract
-from linkcodec.sim.blocks import BLOCKS
+from linkcodec.rtl.blocks import BLOCKS
 from linkcodec.sim.pair import pairs
 
 def middle_lanes(block, lanes):

@@ -3,7 +3,7 @@
 import numpy as np
 
 from linkcodec.cli import main
-from linkcodec.sim.blocks import BLOCKS
+from linkcodec.rtl.blocks import BLOCKS
 
 
 def test_demo_runs_end_to_end(capsys):

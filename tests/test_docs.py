@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from amaranth.hdl import Fragment
 
-from linkcodec.sim.blocks import BLOCKS
+from linkcodec.rtl.blocks import BLOCKS
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Every page but history.md, a dated record of what was measured then, not of the code now.

@@ -3,7 +3,7 @@ SymbiYosys for every input within a bounded number of cycles (issue 18).
 
 Each proof builds a harness from :mod:`linkcodec.sim.formal` around a block at its
 smallest lane count and default word width (the bf16 Huffman encoder at its smallest
-split, 8 coded bits: :meth:`~linkcodec.sim.block.BlockDescription.smallest_variant`),
+split, 8 coded bits: :meth:`~linkcodec.rtl.blocks.description.BlockDescription.smallest_variant`),
 tables as at reset, and runs ``sby`` (BMC with boolector, all from PyPI). ``docs/verification.md`` lists what is proven, to which
 depth, and what is only simulated. A planted protocol bug, a block whose output breaks a
 rule, makes the proof fail: the checks can fail.
@@ -18,7 +18,7 @@ from amaranth.hdl import Fragment, Module, Signal
 from amaranth.lib import wiring
 
 from linkcodec.rtl.bitpack import BitPacker, WordQueue
-from linkcodec.sim.blocks import BLOCKS
+from linkcodec.rtl.blocks import BLOCKS
 from linkcodec.sim.formal import (FrameLiveness, PackerOrder, QueueOrder, ReadyMiter,
                                   StreamRules, WordFaults, netlist_paths, ready_paths,
                                   run_sby, solver, stream_ports)

@@ -8,7 +8,7 @@ import pytest
 
 from linkcodec.cli import main
 from linkcodec.generate import generate
-from linkcodec.sim.blocks import BLOCKS
+from linkcodec.rtl.blocks import BLOCKS
 from linkcodec.sim.runner import verilator_environment
 
 
@@ -120,8 +120,8 @@ def test_exponent_encoder_default_is_four_lanes(tmp_path, capsys):
 
 
 def test_block_choices_come_from_the_registry(tmp_path, capsys, monkeypatch):
-    """The block names are read from ``sim.blocks.BLOCKS`` when the parser is built."""
-    from linkcodec.sim import blocks
+    """The block names are read from ``rtl.blocks.BLOCKS`` when the parser is built."""
+    from linkcodec.rtl import blocks
 
     monkeypatch.setitem(blocks.BLOCKS, "made-up-encoder", BLOCKS["qlc-encoder"])
     with pytest.raises(SystemExit):

@@ -10,7 +10,7 @@ import pytest
 from linkcodec.golden import exponent as ex
 from linkcodec.golden.exponent import ExponentTable, ExponentWireError, WireFrame
 from linkcodec.golden.words import UnterminatedFrameError
-from linkcodec.sim.beats import frame_words
+from linkcodec.rtl.blocks.beats import frame_words
 
 TABLE = ExponentTable((127, 126, 128, 125, 129, 124, 130))
 ALL = np.arange(1 << 16, dtype=np.uint16)

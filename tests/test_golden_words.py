@@ -14,7 +14,7 @@ from linkcodec.golden.words import (
     frames_from_words,
     word_faults,
 )
-from linkcodec.sim.beats import frame_words
+from linkcodec.rtl.blocks.beats import frame_words
 
 from linkcodec.bundled import bundled_files
 

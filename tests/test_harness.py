@@ -19,8 +19,8 @@ from amaranth.lib.wiring import In, Out
 
 from linkcodec.rtl.payload import config_write_layout, symbol_layout
 from linkcodec.rtl.table import ConfigRegisters
-from linkcodec.sim.beats import symbol_beats
-from linkcodec.sim.block import BlockDescription
+from linkcodec.rtl.blocks.beats import symbol_beats
+from linkcodec.rtl.blocks.description import BlockDescription
 from linkcodec.sim.harness import (ProtocolError, first_mismatch, run_beats, run_frames,
                                    stream_ports)
 from linkcodec.sim.stream import PROTOCOL_RULES
@@ -354,7 +354,7 @@ def test_the_protocol_monitor_catches_a_planted_bug(bug, seed):
 
 def test_the_protocol_monitor_catches_a_planted_bug_in_a_real_block(seed):
     """The QLC encoder's own output with ``valid`` dropping under backpressure."""
-    from linkcodec.sim.blocks import get_block
+    from linkcodec.rtl.blocks import get_block
 
     block = get_block("qlc-encoder")
     tables = block.default_tables()
@@ -373,17 +373,17 @@ def test_verilog_text_converts_a_component_once(monkeypatch):
     from amaranth.back import rtlil
 
     from linkcodec.rtl.qlc import QlcDecoder
-    from linkcodec.sim import runner
+    from linkcodec.rtl.verilog import verilog_text
 
     calls = []
     convert = rtlil.convert
     monkeypatch.setattr(rtlil, "convert",
                         lambda *args, **kwargs: calls.append(1) or convert(*args, **kwargs))
     block = QlcDecoder(lanes=1)
-    first = runner.verilog_text(block, name="top")
-    assert runner.verilog_text(block, name="top") == first and len(calls) == 1
-    assert "module other" in runner.verilog_text(block, name="other") and len(calls) == 2
-    assert runner.verilog_text(QlcDecoder(lanes=1), name="top") == first
+    first = verilog_text(block, name="top")
+    assert verilog_text(block, name="top") == first and len(calls) == 1
+    assert "module other" in verilog_text(block, name="other") and len(calls) == 2
+    assert verilog_text(QlcDecoder(lanes=1), name="top") == first
     assert len(calls) == 3
 
 

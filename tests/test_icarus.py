@@ -18,7 +18,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from linkcodec.hardware import hardware_file, sample_frames
-from linkcodec.sim.blocks import BLOCKS
+from linkcodec.rtl.blocks import BLOCKS
 from linkcodec.sim.contract import contract_frames
 from linkcodec.sim.harness import XZValueError, first_mismatch, run_beats, run_frames
 from linkcodec.sim.link import run_link

@@ -6,6 +6,8 @@ inside functions, which is where a command line hides a cycle.
 """
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,23 @@ def test_the_checks_see_imports_inside_functions(tmp_path, monkeypatch):
     with pytest.raises(pytest.fail.Exception, match="linkcodec.a -> linkcodec.b -> "
                                                     "linkcodec.a|linkcodec.b -> linkcodec.a"):
         test_the_tooling_folder_has_no_import_cycle()
+
+
+def test_generate_and_report_find_a_block_without_the_simulation_package(tmp_path):
+    """The registry (linkcodec.rtl.blocks) and the Verilog writer (linkcodec.rtl.verilog)
+    are outside linkcodec.sim: generating a block's and a link's Verilog, and building
+    the report's parser, load nothing of it (nor cocotb)."""
+    script = f"""
+import sys
+from linkcodec.generate import generate, generate_link
+from linkcodec.report import add_arguments
+import argparse
+generate("qlc-decoder", lanes=1, output={str(tmp_path)!r})
+generate_link("link-rx", codec="huffman", streams=1, output={str(tmp_path)!r})
+add_arguments(argparse.ArgumentParser())
+print(sorted(m for m in sys.modules if m.startswith(("linkcodec.sim", "cocotb"))))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+    assert {path.suffix for path in tmp_path.iterdir()} >= {".v"}

@@ -32,7 +32,7 @@ from linkcodec.generate import generate_link
 from linkcodec.golden.link import FlitHeader, deal
 from linkcodec.rtl.axi import AxiStreamWrapper
 from linkcodec.rtl.retry import ack_layout
-from linkcodec.sim.beats import decoder_beats, symbol_beats
+from linkcodec.rtl.blocks.beats import decoder_beats, symbol_beats
 from linkcodec.sim.link import golden_flits, words_of_flits
 from linkcodec.link_hardware import link_component
 

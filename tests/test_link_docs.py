@@ -14,7 +14,7 @@ import pytest
 from linkcodec import linkmodel
 from linkcodec.bundled import bundled_files
 from linkcodec.golden.link import FlitHeader, FlitWriter, LinkFormat, flit_crcs
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks import get_block
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

@@ -13,7 +13,7 @@ from linkcodec.golden.formats import FormatError
 from linkcodec.linkmodel import (MEASURED, Part, StreamFigures, figures_for, format_answer,
                                  link_model,
                                  measure_link, stream_figures)
-from linkcodec.sim.blocks import BLOCKS
+from linkcodec.rtl.blocks import BLOCKS
 
 
 def _model(**given):

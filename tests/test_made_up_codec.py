@@ -7,7 +7,7 @@ so its golden model, its RTL and its description fit on a page: golden ``encode`
 ``decode``, an ``XorEncoder`` (symbol beats in, one word a beat out) and an
 ``XorDecoder`` (words in, symbol beats out), each one register stage. Both are built on
 the shared pieces (``LanedBlock``, the payload layouts, ``ConfigRegisters``); the test
-registers their descriptions with :func:`linkcodec.sim.blocks.register`.
+registers their descriptions with :func:`linkcodec.rtl.blocks.register`.
 """
 
 import json
@@ -23,9 +23,9 @@ from linkcodec.rtl.block import LanedBlock
 from linkcodec.rtl.payload import config_write_layout, symbol_layout, word_layout
 from linkcodec.rtl.table import ConfigRegisters
 from linkcodec.sim import contract
-from linkcodec.sim.beats import decoder_beats, frame_words, symbol_beats
-from linkcodec.sim.block import BlockDescription
-from linkcodec.sim.blocks import BLOCKS, register, unregister
+from linkcodec.rtl.blocks.beats import decoder_beats, frame_words, symbol_beats
+from linkcodec.rtl.blocks.description import BlockDescription
+from linkcodec.rtl.blocks import BLOCKS, register, unregister
 from linkcodec.sim.pair import pairs
 
 CONFIG = config_write_layout(addr_width=1, data_width=8)

@@ -8,7 +8,7 @@ import pytest
 from linkcodec.bench import RESULTS_PATH
 from linkcodec.results import (LINK_SHAPES, RESULTS_JSON, SEEDS, read_rows, row_name,
                                stale_rows)
-from linkcodec.sim.blocks import BLOCKS
+from linkcodec.rtl.blocks import BLOCKS
 
 ROWS = read_rows()
 

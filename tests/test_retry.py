@@ -24,7 +24,7 @@ from linkcodec.sim.channel import (CHANNEL_FAULTS, CONFIG_COUNT, CONFIG_KINDS, C
                                    CONFIG_SEED, shared_faulty_link)
 from linkcodec.sim.faults import crc_good
 from linkcodec.sim.harness import first_mismatch, run_beats
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks import get_block
 from linkcodec.sim.link import flits_of_words, link_io, retry_run, words_of_flits
 
 FILES = [path for path in bundled_files(kind="ffn1_act", layers=[0])]

@@ -34,9 +34,9 @@ from linkcodec.rtl.exponent import (DEFAULT_TABLE, SWITCH_ADDR, ExponentRemapDec
                                     ExponentRemapEncoder, config_writes, default_word_width,
                                     switch_write)
 from linkcodec.rtl.payload import pack, unpack
-from linkcodec.sim.beats import decoder_beats, frame_words, symbol_beats
-from linkcodec.sim.blocks import get_block
-from linkcodec.sim.exponent import wire_words
+from linkcodec.rtl.blocks.beats import decoder_beats, frame_words, symbol_beats
+from linkcodec.rtl.blocks import get_block
+from linkcodec.rtl.blocks.exponent import wire_words
 from linkcodec.sim.fuzz import bad_bits, cut_short, flip_bits
 from linkcodec.sim.harness import first_mismatch, run_beats, run_frames, stream_ports
 from linkcodec.sim.pair import pairs

@@ -30,11 +30,11 @@ from linkcodec.golden.qlc import QlcCode
 from linkcodec.golden.words import decode_words
 from linkcodec.rtl.huffman import (MAX_LENGTHS, SWITCH_ADDR, HuffmanDecoder, HuffmanEncoder,
                                    config_writes, default_codebook)
-from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks.beats import decoder_beats, frame_words, split_frames
+from linkcodec.rtl.blocks import get_block
 from linkcodec.sim.fuzz import check_frames, code_space_frames, fuzz_frames, run_fuzz
 from linkcodec.sim.harness import first_mismatch, run_beats, run_frames
-from linkcodec.sim.huffman import HuffmanDecoderBlock, HuffmanEncoderBlock
+from linkcodec.rtl.blocks.huffman import HuffmanDecoderBlock, HuffmanEncoderBlock
 
 
 

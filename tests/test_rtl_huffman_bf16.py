@@ -17,9 +17,9 @@ from linkcodec.cli import main
 from linkcodec.golden.huffman import HuffmanCodebook
 from linkcodec.rtl.huffman import (HuffmanDecoder, HuffmanEncoder, config_writes,
                                    default_codebook, split_escape_addr, split_switch_addr)
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks import get_block
 from linkcodec.sim.harness import run_frames
-from linkcodec.sim.huffman import HuffmanEncoderBlock
+from linkcodec.rtl.blocks.huffman import HuffmanEncoderBlock
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,11 @@ from linkcodec.golden.huffman import HuffmanCodebook
 from linkcodec.golden.words import decode_words
 from linkcodec.rtl.huffman import (config_writes, default_codebook, split_escape_addr,
                                    split_length_base, split_switch_addr)
-from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks.beats import decoder_beats, frame_words, split_frames
+from linkcodec.rtl.blocks import get_block
 from linkcodec.sim.fuzz import check_frames, code_space_frames, run_fuzz
 from linkcodec.sim.harness import first_mismatch, run_beats, run_frames
-from linkcodec.sim.huffman import HuffmanDecoderBlock
+from linkcodec.rtl.blocks.huffman import HuffmanDecoderBlock
 
 BLOCK = "huffman-decoder-bf16"
 

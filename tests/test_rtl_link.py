@@ -16,8 +16,8 @@ from linkcodec.golden.link import (FlitError, FlitHeader, FlitReader, FlitWriter
                                    table_image)
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx, link_tables
-from linkcodec.sim.beats import decoder_beats, symbol_beats
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks.beats import decoder_beats, symbol_beats
+from linkcodec.rtl.blocks import get_block
 from linkcodec.sim.harness import first_mismatch, run_beats
 from linkcodec.sim.link import flits_of_words, link_io, run_link, words_of_flits
 

@@ -19,8 +19,8 @@ from amaranth.hdl import Fragment
 from linkcodec.bundled import bundled_files
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.rtl.qlc import QlcDecoder, QlcEncoder, config_writes
-from linkcodec.sim.beats import decoder_beats, frame_words, symbol_beats
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks.beats import decoder_beats, frame_words, symbol_beats
+from linkcodec.rtl.blocks import get_block
 from linkcodec.sim.contract import contract_frames
 from linkcodec.sim.harness import first_mismatch, run_beats, run_frames
 

@@ -17,8 +17,8 @@ from amaranth.sim import Simulator
 from linkcodec.golden.qlc import QlcCode
 from linkcodec.rtl.bitpack import WordQueue
 from linkcodec.rtl.qlc import QlcDecoder
-from linkcodec.sim.beats import decoder_beats, frame_words
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks.beats import decoder_beats, frame_words
+from linkcodec.rtl.blocks import get_block
 from linkcodec.sim.fuzz import check_frames, fuzz_frames
 from linkcodec.sim.harness import run_beats
 

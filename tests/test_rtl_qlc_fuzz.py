@@ -20,7 +20,7 @@ from linkcodec.bundled import bundled_files
 from linkcodec.cli import main
 from linkcodec.golden.qlc import QlcCode, QlcLayout
 from linkcodec.sim import fuzz
-from linkcodec.sim.beats import decoder_beats, frame_words, split_frames
+from linkcodec.rtl.blocks.beats import decoder_beats, frame_words, split_frames
 from linkcodec.sim.fuzz import (DEFAULT_MIX, KINDS, FuzzFrame, check_frames,
                                 code_space_frames, fuzz_frames, run_fuzz)
 

@@ -14,8 +14,8 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from linkcodec.rtl.payload import pack, unpack
-from linkcodec.sim.beats import decoder_beats
-from linkcodec.sim.blocks import get_block
+from linkcodec.rtl.blocks.beats import decoder_beats
+from linkcodec.rtl.blocks import get_block
 from linkcodec.sim.harness import stream_ports
 
 #: Every block at its smallest lane count.

@@ -15,7 +15,7 @@ from linkcodec.golden.link import (STREAM_AHEAD, FlitError, FlitHeader, FlitRead
                                    flits_from_frames, frames_from_flits, is_status,
                                    numbered, reheadered, stream_number)
 from linkcodec.rtl.link import LinkPair, LinkRx, LinkTx
-from linkcodec.sim.beats import decoder_beats
+from linkcodec.rtl.blocks.beats import decoder_beats
 from linkcodec.sim.faults import (arrivals, crc_good, hit_beats, inject, lossy_beats,
                                   score)
 from linkcodec.sim.harness import first_mismatch, run_beats

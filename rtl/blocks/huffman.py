@@ -21,13 +21,13 @@ runs the block of that codebook's split (:meth:`variant`).
 
 import numpy as np
 
-from ..golden.huffman import DEFAULT_CODED_BITS, HuffmanCodebook, check_split
-from ..rtl.huffman import (BF16_DECODER_LANES, BF16_ENCODER_LANES, MAX_CODE_LENGTH,
+from ...golden.huffman import DEFAULT_CODED_BITS, HuffmanCodebook, check_split
+from ..huffman import (BF16_DECODER_LANES, BF16_ENCODER_LANES, MAX_CODE_LENGTH,
                            MIN_DECODER_WORD_WIDTH, HuffmanDecoder, HuffmanEncoder,
                            check_codebook, check_max_length, config_writes, default_codebook,
                            default_word_width)
 from .beats import decoder_beats, frame_words, symbol_beats
-from .block import BlockDescription
+from .description import BlockDescription
 
 __all__ = ["HuffmanEncoderBlock", "HuffmanDecoderBlock"]
 

@@ -17,7 +17,7 @@ BLOCKS = {}
 
 
 def register(description):
-    """Add ``description`` (a :class:`~linkcodec.sim.block.BlockDescription`) to
+    """Add ``description`` (a :class:`~linkcodec.rtl.blocks.description.BlockDescription`) to
     :data:`BLOCKS` under its ``name``; a name already taken is refused. Returns it."""
     name = description.name
     if not isinstance(name, str) or not name:

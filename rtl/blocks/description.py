@@ -10,7 +10,7 @@ block to the harness means writing its description, nothing more.
 
 import numpy as np
 
-from ..rtl.payload import check_lanes
+from ..payload import check_lanes
 
 __all__ = ["BlockDescription"]
 

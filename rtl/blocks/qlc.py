@@ -6,11 +6,11 @@ default is the base layout with rank = symbol value.
 
 import numpy as np
 
-from ..golden.huffman import HuffmanCodebook
-from ..golden.qlc import QlcCode, QlcLayout
-from ..rtl.qlc import QlcDecoder, QlcEncoder, config_writes, default_word_width
+from ...golden.huffman import HuffmanCodebook
+from ...golden.qlc import QlcCode, QlcLayout
+from ..qlc import QlcDecoder, QlcEncoder, config_writes, default_word_width
 from .beats import decoder_beats, frame_words, symbol_beats
-from .block import BlockDescription
+from .description import BlockDescription
 
 __all__ = ["QlcEncoderBlock", "QlcDecoderBlock"]
 

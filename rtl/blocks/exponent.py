@@ -2,7 +2,7 @@
 
 The tables are an :class:`~linkcodec.golden.exponent.ExponentTable`; the default is
 :data:`~linkcodec.rtl.exponent.DEFAULT_TABLE`. Fitted tables come from the exponent
-histogram of all the frames together; :meth:`~linkcodec.sim.block.BlockDescription.config_writes`
+histogram of all the frames together; :meth:`~linkcodec.rtl.blocks.description.BlockDescription.config_writes`
 loads a table into the idle bank and switches to it. A frame is a ``uint16`` array of bf16
 bit patterns; its coded form is the golden :func:`~linkcodec.golden.exponent.wire_encode`:
 the values stream on ``o`` / ``i`` in full words, the escapes stream on ``o_escapes`` /
@@ -12,12 +12,12 @@ the values stream on ``o`` / ``i`` in full words, the escapes stream on ``o_esca
 
 import numpy as np
 
-from ..golden.exponent import (ExponentTable, escape_words, table_from_histogram,
+from ...golden.exponent import (ExponentTable, escape_words, table_from_histogram,
                                table_from_tensor_sigma, wire_encode)
-from ..rtl.exponent import (DEFAULT_TABLE, LANES, VALUE_BITS, ExponentRemapDecoder, ExponentRemapEncoder,
+from ..exponent import (DEFAULT_TABLE, LANES, VALUE_BITS, ExponentRemapDecoder, ExponentRemapEncoder,
                             config_writes, default_word_width)
 from .beats import decoder_beats, frame_words, symbol_beats
-from .block import BlockDescription
+from .description import BlockDescription
 
 __all__ = ["ExponentRemapEncoderBlock", "ExponentRemapDecoderBlock", "wire_words"]
 
