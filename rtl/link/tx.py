@@ -259,11 +259,10 @@ class LinkTx(LinkBlock):
         #   seal:     below; the pieces of a link word collect in a register, and the
         #             word goes into the queue with its last piece.
         link_bytes, rows = p.link_bytes, p.pieces
-        piece_bytes, piece_bits = p.piece_bytes, p.piece_bits
+        piece_bytes = p.piece_bytes
         per_word = link_bytes // piece_bytes
         count = len(units)
         groups = [units[start:start + LINK_GROUP] for start in range(0, count, LINK_GROUP)]
-        group_bits = (LINK_GROUP - 1).bit_length()
 
         m.submodules.out = out_queue = SyncFIFOBuffered(width=link_o.payload.shape().size,
                                                         depth=LINK_OUT_DEPTH)
@@ -343,6 +342,19 @@ class LinkTx(LinkBlock):
                     m.d.sync += sending.eq(0)
         m.d.sync += [later.eq(earlier) for earlier, later in zip(meta, meta[1:])]
 
+        self._seal(m, groups, meta, out_queue, link_o.payload.shape())
+        return m
+
+    def _seal(self, m, groups, meta, out_queue, word_shape):
+        """The link side's last three stages (the piece of ``meta[1]``'s stream and row in
+        the pipeline): *gather*, each group of streams' pieces into a register; *select*,
+        one group's into a register; *seal*, the piece and its CRC part into a register,
+        the flit's CRC field in its last piece, and each link word into ``out_queue``
+        with its last piece."""
+        p = self._params
+        piece_bytes, piece_bits = p.piece_bytes, p.piece_bits
+        per_word = p.link_bytes // piece_bytes
+        group_bits = (LINK_GROUP - 1).bit_length()
         gathered = [Signal(piece_bits, name=f"gathered{index}")
                     for index in range(len(groups))]
         for group, register in zip(groups, gathered):
@@ -366,7 +378,7 @@ class LinkTx(LinkBlock):
         sealed = Mux(sealing.last,
                      Cat(crc.crc_field(crcs), sealing_piece[8 * p.fmt.crc_bytes:]),
                      sealing_piece)
-        word = Signal(link_o.payload.shape())
+        word = Signal(word_shape)
         if per_word > 1:
             # The word's earlier pieces, the first in the top bits.
             collected = Signal(piece_bits * (per_word - 1))
@@ -378,7 +390,6 @@ class LinkTx(LinkBlock):
         m.d.comb += [word.bits.eq(p.row_bits), word.last.eq(sealing.last),
                      out_queue.w_data.eq(word),
                      out_queue.w_en.eq(sealing.valid & sealing.final)]
-        return m
 
     def _tables_in_band(self, m, streams, tables):
         """A table image from ``i_table`` into every stream's idle banks, then onto the
