@@ -89,45 +89,11 @@ class RxStream(wiring.Component):
                                  (w_bits > p.fmt.body_bits) if not p.hardware.two_streams
                                  else 0))
 
-        # Stream numbers (golden StreamCheck): each flit is judged as its last row is
-        # written, in this stream's flit order. A flit that fails its CRC, or whose
-        # number is behind the one expected (a repeat), is skipped: nothing of it goes
-        # out. Else it first gives ``ends`` error beats that end a frame (frame ends
-        # lost) and, with ``hole``, one error beat inside its frame (flits lost before
-        # it in its frame); then its symbols.
         numbered = p.stream_numbers
         if numbered:
-            skips = Signal(2)
-            ends = [Signal(4, name=f"ends{n}") for n in range(2)]
-            holes = Signal(2)
-            want_frame, want_place = Signal(4), Signal(4)
-            number = byte_of_row(self.write_data,
-                                  p.fmt.sequence_offset - (rows - 1) * link_bytes, link_bytes)
-            got_place, got_frame = number[:4], number[4:]
-            frames = Signal(4)
-            places = Signal(4)
-            m.d.comb += [frames.eq(got_frame - want_frame), places.eq(got_place - want_place)]
-            behind = (frames > STREAM_AHEAD) | ((frames == 0) & (places > STREAM_AHEAD))
-            skip = ~self.write_good | behind
-            ends_frame = written[27]
-            refuses = Signal(2)             # a slot's flit claims more than it holds
-            with m.If(last_row):
-                m.d.sync += [skips.bit_select(slot, 1).eq(skip),
-                             refuses.bit_select(slot, 1).eq(unfit),
-                             holes.bit_select(slot, 1).eq(
-                                 ~skip & Mux(frames != 0, got_place != 0, places != 0))]
-                for index, register in enumerate(ends):
-                    with m.If(slot == index):
-                        m.d.sync += register.eq(Mux(skip, 0, frames))
-                with m.If(~skip):
-                    with m.If(ends_frame):
-                        m.d.sync += [want_frame.eq(got_frame + 1), want_place.eq(0)]
-                    with m.Elif(w_raw & (w_count == 0)):
-                        # A status flit (no symbol, not a frame's end) is numbered as
-                        # the flit after it: the expectation moves to it, not past it.
-                        m.d.sync += [want_frame.eq(got_frame), want_place.eq(got_place)]
-                    with m.Else():
-                        m.d.sync += [want_frame.eq(got_frame), want_place.eq(got_place + 1)]
+            skips, ends, holes, refuses = self._judge_numbers(
+                m, w_fields=w_fields, w_raw=w_raw, w_count=w_count, last_row=last_row,
+                slot=slot, unfit=unfit)
 
         header = Signal(32)
         m.d.comb += header.eq(Mux(out_slot, headers[1], headers[0]))
@@ -428,6 +394,50 @@ class RxStream(wiring.Component):
         m.d.comb += decoding.r_en.eq(popped)
         m.d.sync += outstanding.eq(outstanding + pushed - popped)
         return m
+
+    def _judge_numbers(self, m, *, w_fields, w_raw, w_count, last_row, slot, unfit):
+        """Stream numbers (golden StreamCheck): each flit is judged as its last row is
+        written (``last_row``, into ``slot``; ``w_fields``, its header's fields, ``w_raw``
+        and ``w_count`` two of them), in this
+        stream's flit order. A flit that fails its CRC, or whose number is behind the one
+        expected (a repeat), is skipped: nothing of it goes out. Else it first gives
+        ``ends`` error beats that end a frame (frame ends lost) and, with ``hole``, one
+        error beat inside its frame (flits lost before it in its frame); then its
+        symbols. Returns, a bit or a register a slot: ``(skips, ends, holes,
+        refuses)``, the last whether the flit claims more than it holds (``unfit``)."""
+        p = self._params
+        rows, link_bytes = p.rows, p.link_bytes
+        skips = Signal(2)
+        ends = [Signal(4, name=f"ends{n}") for n in range(2)]
+        holes = Signal(2)
+        want_frame, want_place = Signal(4), Signal(4)
+        number = byte_of_row(self.write_data,
+                              p.fmt.sequence_offset - (rows - 1) * link_bytes, link_bytes)
+        got_place, got_frame = number[:4], number[4:]
+        frames = Signal(4)
+        places = Signal(4)
+        m.d.comb += [frames.eq(got_frame - want_frame), places.eq(got_place - want_place)]
+        behind = (frames > STREAM_AHEAD) | ((frames == 0) & (places > STREAM_AHEAD))
+        skip = ~self.write_good | behind
+        refuses = Signal(2)             # a slot's flit claims more than it holds
+        with m.If(last_row):
+            m.d.sync += [skips.bit_select(slot, 1).eq(skip),
+                         refuses.bit_select(slot, 1).eq(unfit),
+                         holes.bit_select(slot, 1).eq(
+                             ~skip & Mux(frames != 0, got_place != 0, places != 0))]
+            for index, register in enumerate(ends):
+                with m.If(slot == index):
+                    m.d.sync += register.eq(Mux(skip, 0, frames))
+            with m.If(~skip):
+                with m.If(w_fields.last):
+                    m.d.sync += [want_frame.eq(got_frame + 1), want_place.eq(0)]
+                with m.Elif(w_raw & (w_count == 0)):
+                    # A status flit (no symbol, not a frame's end) is numbered as
+                    # the flit after it: the expectation moves to it, not past it.
+                    m.d.sync += [want_frame.eq(got_frame), want_place.eq(got_place)]
+                with m.Else():
+                    m.d.sync += [want_frame.eq(got_frame), want_place.eq(got_place + 1)]
+        return skips, ends, holes, refuses
 
     def _read_exponent(self, m, decoder, *, h_count, h_bits, word, byte, select, read_byte,
                        freed, changed):
