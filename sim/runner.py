@@ -143,7 +143,7 @@ def build(verilog, *, name, build_dir, simulator="verilator"):
         source.write_text(verilog)
     digest = hashlib.sha256(verilog.encode() + (b"waves" if waves else b"")).hexdigest()
     stamp = build_dir / "build.stamp"
-    runner = get_runner(simulator)
+    runner = _verilator_runner() if simulator == "verilator" else get_runner(simulator)
     built = stamp.exists() and stamp.read_text() == digest
     # A cocotb runner's test() needs what its build() records (sources, top-level
     # language), so a model built before still goes through build(): Icarus then
@@ -160,6 +160,27 @@ def build(verilog, *, name, build_dir, simulator="verilator"):
     )
     stamp.write_text(digest)
     return runner
+
+
+def _verilator_runner():
+    """cocotb's Verilator runner, with VPI access to the top module's signals only
+    (``--public-depth 1``) where cocotb asks for every signal of every module
+    (``--public-flat-rw``): the testbenches read and drive the top module's ports and
+    the streams it names (``run_beats``' ``watch``), nothing below. A model then
+    compiles in about a third of the time (a 5-stream link pair: 14 s against 40 s);
+    the logic is the same. ``WAVES=1`` still records every signal (``--trace``)."""
+    from cocotb_tools.runner import Verilator
+
+    class TopLevelVerilator(Verilator):
+        def _build_command(self):
+            commands = super()._build_command()
+            for command in commands:
+                if "--public-flat-rw" in command:
+                    at = command.index("--public-flat-rw")
+                    command[at:at + 1] = ["--public-depth", "1"]
+            return commands
+
+    return TopLevelVerilator()
 
 
 def run_testbench(runner, *, name, build_dir, test_module, extra_env, seed):

@@ -405,3 +405,6 @@ def test_one_build_serves_every_name_of_the_same_verilog(tmp_path, seed):
                       expected={"o": symbol_beats([~symbols], 2)}, seed=seed,
                       build_root=tmp_path, name="first_name")
     assert other["bit_exact"] and other["build_dir"] != folder
+    # the top module's signals alone are public to VPI (sim/runner.py), not every module's
+    command = Path(folder, "Vtop__verFiles.dat").read_text().splitlines()[1]
+    assert " --public-depth 1 " in command and "--public-flat-rw" not in command
