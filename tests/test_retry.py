@@ -196,7 +196,7 @@ def test_retry_survives_a_reset_in_mid_stream(seed):
     assert len(result["watched"]["faults"]) > 0, result["seed"]
 
 
-@pytest.mark.slow
+@pytest.mark.xdist_group("link-retry-qlc-alone")
 @pytest.mark.parametrize("kinds", [("drop",), ("duplicate",), ("stall",)])
 def test_retry_each_fault_alone(seed, kinds):
     """Faults of one kind at a time, many: a lost flit is sent again (the next one's

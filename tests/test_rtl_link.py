@@ -831,8 +831,8 @@ def _image_beats(image, *, abort_after=None):
     # tables in band above LINK_GROUP streams: two groups at LinkTx's link side, and
     # the loader's writes and the streams' ready through registers (table_registers)
     pytest.param("qlc", 5, 64, 16, marks=pytest.mark.xdist_group("link-qlc-5")),
-    pytest.param("huffman", 5, 64, 16, marks=pytest.mark.slow),
-    pytest.param("exponent", 5, 128, 32, marks=pytest.mark.slow),
+    pytest.param("huffman", 5, 64, 16, marks=pytest.mark.xdist_group("link-huffman-5")),
+    pytest.param("exponent", 5, 128, 32, marks=pytest.mark.xdist_group("link-exponent-5")),
 ])
 def test_link_loads_tables_in_band(codec, streams, flit_bytes, link_bytes, seed):
     """Tables given to LinkTx on ``i_table`` while every stream streams: each goes into
