@@ -1084,8 +1084,6 @@ def shannon_bits(symbols):
 MAX_LINK_HUFFMAN_LENGTH = 15
 
 
-
-
 class HuffmanLinkCodec(LinkCodec):
     """e4m3 Huffman on the link: canonical codebooks of codes of at most
     :data:`MAX_LINK_HUFFMAN_LENGTH` bits; its table image is the 256 code lengths as
