@@ -485,7 +485,7 @@ def test_sim_link_stream_numbers_without_faults(capsys, monkeypatch):
     assert "bit-exact: yes (LinkTx's flits match the golden model's)" in text
 
 
-@pytest.mark.slow
+@pytest.mark.xdist_group("link-numbers-bf16")
 def test_sim_link_no_retry_on_bf16(capsys, monkeypatch):
     """The same on bf16 streams (the exponent codec's coded flits are skipped through
     their own header checks), two builds of its own."""
