@@ -206,24 +206,20 @@ def _bits_to_bytes(bits):
     return (bits + 7) // 8
 
 
-def _codec(name):
-    return link_codec(name)
-
-
 def table_image(codec, tables):
     """The bytes a table flit carries for ``tables`` of ``codec``: QLC, the 8 areas
     (``suffix_bits << 12 | size``, 2 bytes each) then each symbol's area (3 bits a
     symbol, symbol 0 first; the code is :func:`canonical_qlc`); Huffman, the 256 code
     lengths as nibbles (symbol 0 in the high nibble; canonical codes); exponent, the 7
     exponents of codes 1..7."""
-    codec = _codec(codec)
+    codec = link_codec(codec)
     return codec.image(codec.check_tables(tables))
 
 
 def table_from_image(codec, image):
     """The tables :func:`table_image` wrote into ``image``; ``ValueError`` if no table
     has that image."""
-    codec = _codec(codec)
+    codec = link_codec(codec)
     image = bytes(image)
     if len(image) != codec.image_bytes():
         raise ValueError(f"a {codec.name} table image is {codec.image_bytes()} bytes, not "
@@ -241,7 +237,7 @@ class LinkFormat:
     byte shorter)."""
 
     def __init__(self, codec, *, streams=1, flit_bytes=DEFAULT_FLIT_BYTES, sequence=None):
-        self.codec = _codec(codec).name
+        self.codec = link_codec(codec).name
         streams = as_index(streams, "streams")
         if not 1 <= streams <= MAX_STREAMS:
             raise ValueError(f"streams must be 1..{MAX_STREAMS}, not {streams}")
@@ -266,7 +262,7 @@ class LinkFormat:
     @property
     def symbol_bytes(self):
         """Bytes a raw symbol takes: 1 (e4m3) or 2 (bf16, the exponent codec)."""
-        return _codec(self.codec).symbol_bytes
+        return link_codec(self.codec).symbol_bytes
 
     @property
     def crc_bytes(self):
@@ -459,7 +455,7 @@ class FlitWriter:
 
     def __init__(self, fmt, tables=None):
         self.fmt = _check_format(fmt)
-        self._codec = _codec(fmt.codec)
+        self._codec = link_codec(fmt.codec)
         held = None if tables is None else self._codec.check_tables(tables)
         self._tables = [held, held]
         self._bank = 0              # the bank the next data flit codes with
@@ -551,7 +547,7 @@ class FlitReader:
 
     def __init__(self, fmt, tables=None):
         self.fmt = _check_format(fmt)
-        self._codec = _codec(fmt.codec)
+        self._codec = link_codec(fmt.codec)
         held = None if tables is None else self._codec.check_tables(tables)
         self._tables = [held, held]
         self._pieces = [b"", b""]
@@ -757,7 +753,7 @@ def link_stats(fmt, flits, frames, tables=None):
     symbols = sum(int(np.asarray(frame).size) for frame in frames)
     coded = 0
     if tables is not None:
-        codec = _codec(fmt.codec)
+        codec = link_codec(fmt.codec)
         checked = codec.check_tables(tables)
         for frame in frames:
             coded += _bits_to_bytes(codec.frame_bits(checked, np.asarray(frame).reshape(-1)))

@@ -134,12 +134,12 @@ table unit) and ``pair`` (:class:`LinkPair`). A codec's blocks come from its
 
 from ..link_codec import LINK_WORD_WIDTH
 from .common import (DEFAULT_ACK_LATENCY, DEFAULT_LINK_BYTES, DEFAULT_RETRY_DEPTH,
-                     LINK_CODECS, LINK_GROUP, LINK_PIECE_BYTES, STATUS_CYCLES, link_tables)
+                     LINK_GROUP, LINK_PIECE_BYTES, STATUS_CYCLES, link_tables)
 from .pair import LinkPair, connect_pair, pair_blocks, pair_members
 from .rx import LinkRx
 from .tx import LinkTx
 
-__all__ = ["LINK_CODECS", "DEFAULT_LINK_BYTES", "DEFAULT_RETRY_DEPTH", "STATUS_CYCLES",
+__all__ = ["DEFAULT_LINK_BYTES", "DEFAULT_RETRY_DEPTH", "STATUS_CYCLES",
            "DEFAULT_ACK_LATENCY", "LINK_WORD_WIDTH", "LINK_GROUP", "LINK_PIECE_BYTES",
            "LinkTx", "LinkRx", "LinkPair", "link_tables", "pair_blocks", "pair_members",
            "connect_pair"]

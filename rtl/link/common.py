@@ -8,14 +8,11 @@ from amaranth.lib.wiring import In, Out
 
 from ...golden.link import HEADER_BYTES, LinkFormat
 from ..bitpack import RegisterSlice
-from ..link_codec import link_hardware, link_hardware_codecs
+from ..link_codec import link_hardware
 from ..payload import flit_header_layout
 from ..retry import RETRY_DEPTHS, check_ack_latency, check_link_shape
 from ..table_loader import IMAGE_BYTES, TableLoader, image_byte_layout
 
-#: Codecs the link hardware carries (:func:`~linkcodec.rtl.link_codec.link_hardware_codecs`
-#: at import; a codec registered later is in that function's answer, not here).
-LINK_CODECS = link_hardware_codecs()
 #: Bytes a link word carries by default (a cycle of a UCIe x16 link at 32 GT/s, 1 GHz).
 DEFAULT_LINK_BYTES = 64
 #: Escape bytes LinkTx's exponent stream holds while it writes a flit's values (a coded

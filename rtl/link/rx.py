@@ -213,9 +213,9 @@ class LinkRx(LinkBlock):
                  link_bytes=DEFAULT_LINK_BYTES, tables=None, tables_in_band=True,
                  retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY, stream_numbers=None):
         params = checked_params(self, codec=codec, streams=streams, lanes=lanes,
-                          flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
-                          tables_in_band=tables_in_band, retry_depth=retry_depth,
-                          ack_latency=ack_latency, stream_numbers=stream_numbers)
+                                flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
+                                tables_in_band=tables_in_band, retry_depth=retry_depth,
+                                ack_latency=ack_latency, stream_numbers=stream_numbers)
         members = {"i": In(stream.Signature(word_layout(params.row_bits)))}
         for index in range(streams):
             members[f"o_s{index}"] = Out(stream.Signature(

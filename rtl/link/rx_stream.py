@@ -412,7 +412,7 @@ class RxStream(wiring.Component):
         holes = Signal(2)
         want_frame, want_place = Signal(4), Signal(4)
         number = byte_of_row(self.write_data,
-                              p.fmt.sequence_offset - (rows - 1) * link_bytes, link_bytes)
+                             p.fmt.sequence_offset - (rows - 1) * link_bytes, link_bytes)
         got_place, got_frame = number[:4], number[4:]
         frames = Signal(4)
         places = Signal(4)

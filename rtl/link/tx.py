@@ -200,10 +200,10 @@ class LinkTx(LinkBlock):
                  retry_depth=0, ack_latency=DEFAULT_ACK_LATENCY, stream_numbers=None,
                  status_cycles=STATUS_CYCLES):
         params = checked_params(self, codec=codec, streams=streams, lanes=lanes,
-                          flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
-                          tables_in_band=tables_in_band, retry_depth=retry_depth,
-                          ack_latency=ack_latency, stream_numbers=stream_numbers,
-                          status_cycles=status_cycles)
+                                flit_bytes=flit_bytes, link_bytes=link_bytes, tables=tables,
+                                tables_in_band=tables_in_band, retry_depth=retry_depth,
+                                ack_latency=ack_latency, stream_numbers=stream_numbers,
+                                status_cycles=status_cycles)
         members = {f"i_s{index}": In(stream.Signature(
             symbol_layout(1, width=params.symbol_bits))) for index in range(streams)}
         if tables_in_band:
