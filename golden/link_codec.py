@@ -16,6 +16,7 @@ registered by :mod:`linkcodec.golden.codecs`, one line each.
 import numpy as np
 
 from .bitstream import BitstreamError
+from .registry import Registry
 
 __all__ = ["LinkCodec", "register_link_codec", "unregister_link_codec", "link_codec",
            "link_codecs", "codec_name", "MAX_CODEC_ID"]
@@ -88,8 +89,14 @@ class LinkCodec:
         raise NotImplementedError
 
 
+def _builtin():
+    """Register this package's codecs (:mod:`linkcodec.golden.codecs`)."""
+    from . import codecs  # noqa: F401  (registers on import)
+
+
 #: Every registered link codec, by name.
-_REGISTRY = {}
+_REGISTRY = Registry("link codec", unknown="codec must be one of {known}, not {name!r}",
+                     builtin=_builtin)
 
 
 def register_link_codec(codec):
@@ -97,41 +104,33 @@ def register_link_codec(codec):
     already taken, or a header value the field cannot hold, is refused. Returns it."""
     if not isinstance(codec, LinkCodec):
         raise TypeError(f"a link codec is a LinkCodec, not {type(codec).__name__}")
-    if not isinstance(codec.name, str) or not codec.name or codec.name == "raw":
-        raise ValueError(f"a link codec needs a name other than 'raw', not {codec.name!r}")
-    if codec.name in _REGISTRY:
-        raise ValueError(f"a link codec called {codec.name!r} is already registered")
+    if codec.name == "raw":
+        raise ValueError("'raw' is the header's codec 0, not a link codec")
     if not isinstance(codec.codec_id, int) or not 1 <= codec.codec_id <= MAX_CODEC_ID:
         raise ValueError(f"link codec {codec.name!r}: codec_id must be 1..{MAX_CODEC_ID} "
                          f"(the header's 2-bit codec field; 0 is raw), not "
                          f"{codec.codec_id!r}")
-    for other in _REGISTRY.values():
-        if other.codec_id == codec.codec_id:
+    taken = _REGISTRY.names()
+    for other in map(_REGISTRY.get, taken):
+        if other.codec_id == codec.codec_id and codec.name not in taken:
             raise ValueError(f"link codec {codec.name!r}: codec_id {codec.codec_id} is "
                              f"{other.name!r}'s")
-    _REGISTRY[codec.name] = codec
-    return codec
+    return _REGISTRY.add(codec.name, codec)
 
 
 def unregister_link_codec(name):
     """Remove the link codec called ``name`` (a test's made-up codec, when it is done)."""
-    link_codec(name)
-    del _REGISTRY[name]
+    _REGISTRY.remove(name)
 
 
 def link_codecs():
     """The names of the registered link codecs, by their header value."""
-    _builtin()
-    return tuple(sorted(_REGISTRY, key=lambda name: _REGISTRY[name].codec_id))
+    return tuple(sorted(_REGISTRY.names(), key=lambda name: _REGISTRY[name].codec_id))
 
 
 def link_codec(name):
     """The link codec called ``name``; an unknown name is refused, naming the known."""
-    _builtin()
-    if name not in _REGISTRY:
-        raise ValueError(f"codec must be one of {', '.join(map(repr, link_codecs()))}, not "
-                         f"{name!r}")
-    return _REGISTRY[name]
+    return _REGISTRY.lookup(name)
 
 
 def codec_name(codec_id):
@@ -139,13 +138,7 @@ def codec_name(codec_id):
     name, or ``"unassigned codec N"``."""
     if codec_id == 0:
         return "raw"
-    _builtin()
-    for codec in _REGISTRY.values():
-        if codec.codec_id == codec_id:
-            return codec.name
+    for name in _REGISTRY.names():
+        if _REGISTRY[name].codec_id == codec_id:
+            return name
     return f"unassigned codec {codec_id}"
-
-
-def _builtin():
-    """Register this package's codecs (:mod:`linkcodec.golden.codecs`) on first use."""
-    from . import codecs  # noqa: F401  (registers on import)

@@ -15,6 +15,8 @@ A codec joins with :func:`register_link_hardware`; this package's are registered
 :mod:`linkcodec.rtl.codecs`, one line each.
 """
 
+from ..golden.registry import Registry
+
 __all__ = ["LINK_WORD_WIDTH", "LinkHardware", "register_link_hardware", "link_hardware",
            "link_hardware_codecs"]
 
@@ -53,8 +55,15 @@ class LinkHardware:
         raise NotImplementedError
 
 
+def _builtin():
+    """Register this package's adapters (:mod:`linkcodec.rtl.codecs`)."""
+    from . import codecs  # noqa: F401  (registers on import)
+
+
 #: Every registered adapter, by codec name.
-_REGISTRY = {}
+_REGISTRY = Registry("codec's link hardware",
+                     unknown="codec must be one of {known} in hardware, not {name!r}",
+                     builtin=_builtin)
 
 
 def register_link_hardware(adapter):
@@ -62,27 +71,14 @@ def register_link_hardware(adapter):
     Returns it."""
     if not isinstance(adapter, LinkHardware):
         raise TypeError(f"link hardware is a LinkHardware, not {type(adapter).__name__}")
-    if adapter.name in _REGISTRY:
-        raise ValueError(f"the link hardware of {adapter.name!r} is already registered")
-    _REGISTRY[adapter.name] = adapter
-    return adapter
+    return _REGISTRY.add(adapter.name, adapter)
 
 
 def link_hardware_codecs():
     """The names of the codecs the link hardware carries, in registration order."""
-    _builtin()
-    return tuple(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def link_hardware(name):
     """The adapter of codec ``name``; an unknown name is refused, naming the known."""
-    _builtin()
-    if name not in _REGISTRY:
-        raise ValueError(f"codec must be one of {', '.join(map(repr, _REGISTRY))} in "
-                         f"hardware, not {name!r}")
-    return _REGISTRY[name]
-
-
-def _builtin():
-    """Register this package's adapters (:mod:`linkcodec.rtl.codecs`) on first use."""
-    from . import codecs  # noqa: F401  (registers on import)
+    return _REGISTRY.lookup(name)

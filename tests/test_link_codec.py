@@ -153,3 +153,23 @@ def test_the_link_hardware_finds_each_codec_through_its_adapter():
             block(codec="nibble")
     with pytest.raises(ValueError, match="'huffman' is already registered"):
         register_link_hardware(HuffmanLinkHardware())
+
+
+def test_the_registry_mechanism():
+    """The one mechanism behind every registry: the package's own registered once, at the
+    first lookup; an empty or taken name refused; an unknown one refused naming the
+    known; a removed name unknown again."""
+    from linkcodec.golden.registry import Registry
+
+    calls = []
+    things = Registry("thing", unknown="no thing {name!r}; there are {known}",
+                      builtin=lambda: calls.append(1) or things.add("own", 1))
+    assert calls == [] and things.names() == ("own",) and calls == [1]
+    assert things.add("other", 2) == 2 and things.lookup("other") == 2 and calls == [1]
+    for name, message in [("", "a thing needs a name, not ''"),
+                          ("own", "a thing called 'own' is already registered")]:
+        with pytest.raises(ValueError, match=message):
+            things.add(name, 3)
+    things.remove("other")
+    with pytest.raises(ValueError, match="no thing 'other'; there are 'own'"):
+        things.lookup("other")

@@ -6,6 +6,7 @@ user's own package) joins with :func:`register` and is then known to every comma
 to the contract suite, with no shared file edited.
 """
 
+from ...golden.registry import Registry
 from .exponent import ExponentRemapDecoderBlock, ExponentRemapEncoderBlock
 from .huffman import HuffmanDecoderBlock, HuffmanEncoderBlock
 from .qlc import QlcDecoderBlock, QlcEncoderBlock
@@ -13,34 +14,23 @@ from .qlc import QlcDecoderBlock, QlcEncoderBlock
 __all__ = ["BLOCKS", "get_block", "register", "unregister"]
 
 #: Every block description, by its command-line name.
-BLOCKS = {}
+BLOCKS = Registry("block", unknown="unknown block {name!r}; expected one of {known}")
 
 
 def register(description):
     """Add ``description`` (a :class:`~linkcodec.rtl.blocks.description.BlockDescription`) to
     :data:`BLOCKS` under its ``name``; a name already taken is refused. Returns it."""
-    name = description.name
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"a block description needs a name, not {name!r}")
-    if name in BLOCKS:
-        raise ValueError(f"a block called {name!r} is already registered")
-    BLOCKS[name] = description
-    return description
+    return BLOCKS.add(description.name, description)
 
 
 def unregister(name):
     """Remove the block called ``name`` (a test's made-up block, when it is done)."""
-    get_block(name)
-    del BLOCKS[name]
+    BLOCKS.remove(name)
 
 
 def get_block(name):
     """The description of the block called ``name``; an unknown name is refused."""
-    try:
-        return BLOCKS[name]
-    except KeyError:
-        raise ValueError(f"unknown block {name!r}; expected one of {', '.join(BLOCKS)}") \
-            from None
+    return BLOCKS.lookup(name)
 
 
 for _block in (QlcEncoderBlock(), QlcDecoderBlock(),
