@@ -49,17 +49,12 @@ def test_the_page_shows_the_rows_of_the_table():
             assert f"| {row['fmax_mhz']:,.1f} |" in page, row_name(row)
 
 
-def test_a_changed_block_is_named_with_its_stale_row(monkeypatch):
-    """Change the QLC decoder's RTL (one register more): the check names the block and
-    its row, and only that row."""
+def change_the_qlc_decoder(monkeypatch):
+    """Plant an RTL change in the QLC decoder: one register more."""
     from amaranth.hdl import Signal
 
     from linkcodec.rtl.qlc import QlcDecoder
 
-    chosen = [row for row in ROWS if (row["block"], row["lanes"]) in
-              {("qlc-decoder", 1), ("qlc-encoder", 1)}]
-    assert len(chosen) == 2
-    assert stale_rows(chosen) == []
     elaborate = QlcDecoder.elaborate
 
     def changed(self, platform):
@@ -69,6 +64,16 @@ def test_a_changed_block_is_named_with_its_stale_row(monkeypatch):
         return m
 
     monkeypatch.setattr(QlcDecoder, "elaborate", changed)
+
+
+def test_a_changed_block_is_named_with_its_stale_row(monkeypatch):
+    """Change the QLC decoder's RTL (one register more): the check names the block and
+    its row, and only that row."""
+    chosen = [row for row in ROWS if (row["block"], row["lanes"]) in
+              {("qlc-decoder", 1), ("qlc-encoder", 1)}]
+    assert len(chosen) == 2
+    assert stale_rows(chosen) == []
+    change_the_qlc_decoder(monkeypatch)
     (stale,) = stale_rows(chosen)
     assert stale.startswith("qlc-decoder at 1 lane (module linkcodec_qlc_decoder_l1)")
     decoder = next(row for row in chosen if row["block"] == "qlc-decoder")
@@ -79,12 +84,9 @@ def test_stale_measures_only_the_changed_rows_again(monkeypatch):
     """`linkcodec bench --synthesis --stale` keeps a row whose Verilog the code still
     makes and measures its shape again only when the block changed (or the row is of
     other seeds); no synthesis here: the measurement is recorded, not run."""
-    from amaranth.hdl import Signal
-
     from linkcodec import hardware
     from linkcodec.bench import synthesis_rows
     from linkcodec.results import current_rows
-    from linkcodec.rtl.qlc import QlcDecoder
 
     measured = []
 
@@ -95,15 +97,7 @@ def test_stale_measures_only_the_changed_rows_again(monkeypatch):
     monkeypatch.setattr(hardware, "report_row", measure)
     chosen = [row for row in ROWS if (row["block"], row["lanes"]) in
               {("qlc-decoder", 1), ("qlc-encoder", 1)}]
-    elaborate = QlcDecoder.elaborate
-
-    def changed(self, platform):
-        m = elaborate(self, platform)
-        extra = Signal(name="changed")
-        m.d.sync += extra.eq(~extra)
-        return m
-
-    monkeypatch.setattr(QlcDecoder, "elaborate", changed)
+    change_the_qlc_decoder(monkeypatch)
     keep = current_rows(chosen)
     assert [row["block"] for row in keep] == ["qlc-encoder"]
     rows = synthesis_rows([1], links=[], keep=keep, progress=False)
